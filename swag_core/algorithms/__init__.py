@@ -1,0 +1,1 @@
+"""Window structures, one module per algorithm family (see swag_core.registry)."""

@@ -1,0 +1,199 @@
+"""The contract every window structure implements: :class:`Window`.
+
+A window holds entries ``(time, lifted value)`` ordered by time (ties in insertion order) and
+answers ``query() = lower(v_oldest (+) ... (+) v_youngest)``. Subclasses implement the
+structure; this base class owns argument checking and the generic bulk operations, so that a
+failed call never leaves a structure half-changed.
+
+Subclass checklist (see ``docs/algorithms.md``):
+
+* set the class attributes ``name``, ``in_order``, ``needs_invertible``, ``needs_selective``,
+  ``range_queries``, ``coalesces_equal_times`` and ``complexity``;
+* implement ``_insert_lifted``, ``evict``, ``query``, ``__len__``, ``oldest``, ``youngest`` and
+  ``items``; override ``_bulk_insert_lifted`` / ``bulk_evict`` / ``query_since`` where the
+  algorithm does better than the generic loop.
+"""
+
+from __future__ import annotations
+
+import operator
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar
+
+from swag_core.aggregation import Aggregation
+from swag_core.errors import InvalidTimeError, OutOfOrderError, UnsupportedQueryError
+
+
+def as_time(time: Any) -> int:
+    """``time`` as an ``int`` (integer milliseconds), or :class:`InvalidTimeError`."""
+    if type(time) is int:
+        return time
+    if time is None or isinstance(time, (bool, float)):
+        raise InvalidTimeError(f"event time must be an integer number of milliseconds, "
+                               f"got {time!r} ({type(time).__name__})")
+    try:
+        return operator.index(time)  # numpy integers and other int-likes
+    except TypeError:
+        raise InvalidTimeError(f"event time must be an integer number of milliseconds, "
+                               f"got {time!r} ({type(time).__name__})") from None
+
+
+class Window(ABC):
+    """A sliding-window aggregator over ``(time, value)`` entries.
+
+    Args:
+        aggregation: the :class:`~swag_core.Aggregation` to maintain.
+    """
+
+    #: Registry name, as in ``ALGORITHMS``.
+    name: ClassVar[str]
+    #: True when inserts older than ``youngest()`` are refused with :class:`OutOfOrderError`.
+    in_order: ClassVar[bool] = True
+    #: True when the aggregation must have ``subtract``.
+    needs_invertible: ClassVar[bool] = False
+    #: True when the aggregation must be ``selective``.
+    needs_selective: ClassVar[bool] = False
+    #: True when ``query_since`` is supported in sub-linear time.
+    range_queries: ClassVar[bool] = False
+    #: True when entries with equal times are merged into one (``existing (+) new``), so that
+    #: ``len()`` counts distinct times and ``evict()`` removes every entry of the oldest time.
+    coalesces_equal_times: ClassVar[bool] = False
+    #: Human-readable cost summary, shown in docs and error messages.
+    complexity: ClassVar[str] = ""
+
+    def __init__(self, aggregation: Aggregation) -> None:
+        if not isinstance(aggregation, Aggregation):
+            raise TypeError(f"{type(self).__name__} needs a swag_core.Aggregation, "
+                            f"got {aggregation!r}")
+        reason = type(self).mismatch(aggregation)
+        if reason is not None:
+            from swag_core.errors import AlgorithmMismatchError
+            raise AlgorithmMismatchError(reason)
+        self.aggregation = aggregation
+        self._combine = aggregation.combine
+        self._identity = aggregation.identity
+        self._lift = aggregation.lift_fn
+        self._lower = aggregation.lower_fn
+
+    # ------------------------------------------------------------------ requirements
+    @classmethod
+    def mismatch(cls, aggregation: Aggregation) -> str | None:
+        """Why ``aggregation`` cannot be used with this algorithm, or ``None`` if it can."""
+        if cls.needs_invertible and not aggregation.invertible:
+            return (f"{cls.name!r} needs an invertible aggregation (one with subtract=...), "
+                    f"but {aggregation.name!r} has {aggregation.properties()}")
+        if cls.needs_selective and not aggregation.selective:
+            return (f"{cls.name!r} needs a selective aggregation (combine returns one of its "
+                    f"arguments), but {aggregation.name!r} has {aggregation.properties()}")
+        return None
+
+    # ------------------------------------------------------------------ abstract core
+    @abstractmethod
+    def _insert_lifted(self, time: int, value: Any) -> None:
+        """Append an already-lifted value; ``time`` is valid and, if ``in_order``, not older
+        than ``youngest()``."""
+
+    @abstractmethod
+    def evict(self) -> None:
+        """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
+
+    @abstractmethod
+    def query(self) -> Any:
+        """``lower(v_oldest (+) ... (+) v_youngest)``; ``lower(identity)`` when empty."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """Number of entries."""
+
+    @abstractmethod
+    def oldest(self) -> int:
+        """Time of the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
+
+    @abstractmethod
+    def youngest(self) -> int:
+        """Time of the youngest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
+
+    @abstractmethod
+    def items(self) -> Iterator[tuple[int, Any]]:
+        """``(time, lifted value)`` pairs, oldest first (for snapshots, tests and debugging)."""
+
+    # ------------------------------------------------------------------ public operations
+    def insert(self, time: int, value: Any) -> None:
+        """Insert raw ``value`` at ``time``; ``lift`` is applied here.
+
+        Raises :class:`OutOfOrderError` (a ``ValueError``) for an in-order algorithm given a
+        time older than ``youngest()``; the window is unchanged after any error.
+        """
+        if type(time) is not int:
+            time = as_time(time)
+        if self.in_order and len(self) and time < self.youngest():
+            raise OutOfOrderError(
+                f"{self.name!r} accepts in-order inserts only: time {time} is older than the "
+                f"youngest entry {self.youngest()}; use 'fiba' or 'reactive' for out-of-order data")
+        self._insert_lifted(time, self._lift(value))
+
+    def bulk_insert(self, pairs: Iterable[tuple[int, Any]]) -> None:
+        """Insert many ``(time, value)`` pairs at once.
+
+        In-order algorithms need the batch sorted by time and not older than ``youngest()``;
+        out-of-order algorithms accept any order (sorted stably here, so equal times keep
+        their order in the batch). All times and lifts are checked before anything changes.
+        """
+        batch: list[tuple[int, Any]] = []
+        lift = self._lift
+        for time, value in pairs:
+            if type(time) is not int:
+                time = as_time(time)
+            batch.append((time, lift(value)))
+        if not batch:
+            return
+        if self.in_order:
+            previous = self.youngest() if len(self) else batch[0][0]
+            for time, _ in batch:
+                if time < previous:
+                    raise OutOfOrderError(
+                        f"{self.name!r} needs bulk_insert sorted by time and not older than "
+                        f"the youngest entry: time {time} follows {previous}; nothing inserted")
+                previous = time
+        else:
+            batch.sort(key=_time_of)
+        self._bulk_insert_lifted(batch)
+
+    def _bulk_insert_lifted(self, batch: list[tuple[int, Any]]) -> None:
+        """Insert a checked, time-sorted batch of lifted values (override to do better)."""
+        insert = self._insert_lifted
+        for time, value in batch:
+            insert(time, value)
+
+    def bulk_evict(self, time: int) -> int:
+        """Remove every entry with ``entry.time <= time``; returns how many were removed."""
+        if type(time) is not int:
+            time = as_time(time)
+        removed = 0
+        while len(self) and self.oldest() <= time:
+            self.evict()
+            removed += 1
+        return removed
+
+    def query_since(self, time: int) -> Any:
+        """Lowered aggregate of the entries with ``entry.time >= time`` (range sharing).
+
+        Supported by the algorithms with ``range_queries = True``; others raise
+        :class:`~swag_core.errors.UnsupportedQueryError`.
+        """
+        raise UnsupportedQueryError(
+            f"{self.name!r} cannot answer query_since; algorithms that can: "
+            + ", ".join(_range_query_algorithms()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.aggregation.name}, {len(self)} entries)"
+
+
+def _time_of(pair: tuple[int, Any]) -> int:
+    return pair[0]
+
+
+def _range_query_algorithms() -> list[str]:
+    from swag_core.registry import ALGORITHMS
+    return [name for name, cls in ALGORITHMS.items() if cls.range_queries]
