@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from swag_core import ALGORITHMS, EmptyWindowError, OutOfOrderError, make_window
+from swag_core.aggregation import Aggregation, product
 from swag_core.aggregations import (
     ArgMax,
     ArgMin,
@@ -34,7 +35,6 @@ from swag_core.aggregations import (
     Sum,
     Variance,
 )
-from swag_core.aggregation import Aggregation, product
 
 from .helpers import Model, concat, matgroup, matmul, same
 
@@ -153,10 +153,10 @@ def run_operations(data: st.DataObject, algorithm: str, case: Case) -> None:
         elif op == "bad_order" and cls.in_order and len(model):
             t = model.youngest() - draw(st.integers(1, 3))
             v = draw(case.values)
-            _unchanged_after(OutOfOrderError, lambda: w.insert(t, v), w, model, case)
+            _unchanged_after(OutOfOrderError, lambda t=t, v=v: w.insert(t, v), w, model, case)
             y = model.youngest()
             bad = [(y, v), (y + 2, v), (y + 1, v)]
-            _unchanged_after(OutOfOrderError, lambda: w.bulk_insert(bad), w, model, case)
+            _unchanged_after(OutOfOrderError, lambda bad=bad: w.bulk_insert(bad), w, model, case)
         _check(w, model, case)
     items = list(w.items())
     assert [t for t, _ in items] == model.times

@@ -1,0 +1,84 @@
+"""Timing, machine description and result storage shared by every benchmark suite."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+DOCS = ROOT / "docs"
+IMAGES = DOCS / "img"
+
+
+def machine() -> dict[str, Any]:
+    """Where and with what the numbers were taken."""
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = ""
+    return {
+        "cpu": cpu, "cores": os.cpu_count(), "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(), "os": platform.platform(),
+        "commit": commit, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def median_ns_per_op(run: Callable[[], int], repeats: int = 5) -> float:
+    """Median over ``repeats`` of (elapsed ns / operations) where ``run()`` returns its
+    operation count. The garbage collector is paused while timing."""
+    samples = []
+    for _ in range(repeats):
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter_ns()
+            ops = run()
+            elapsed = time.perf_counter_ns() - start
+        finally:
+            gc.enable()
+        samples.append(elapsed / max(ops, 1))
+    return statistics.median(samples)
+
+
+def percentiles(samples_ns: list[int]) -> dict[str, float]:
+    """p50, p99, p99.9 and max of per-operation latencies, in ns."""
+    s = sorted(samples_ns)
+    n = len(s)
+
+    def at(q: float) -> float:
+        return float(s[min(n - 1, int(q * n))])
+
+    return {"p50": at(0.50), "p99": at(0.99), "p99.9": at(0.999), "max": float(s[-1])}
+
+
+def save(name: str, payload: dict[str, Any]) -> Path:
+    """Store one suite's results with the machine description."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps({"machine": machine(), **payload}, indent=1, sort_keys=True))
+    return path
+
+
+def load(name: str) -> dict[str, Any] | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
