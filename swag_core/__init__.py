@@ -26,8 +26,8 @@ from swag_core.window import Window
 
 __all__ = [
     "ALGORITHMS",
-    "AlgorithmMismatchError",
     "Aggregation",
+    "AlgorithmMismatchError",
     "EmptyWindowError",
     "InvalidTimeError",
     "InvalidValueError",

@@ -33,8 +33,18 @@ class Aggregation:
         name: a label used in error messages and output column names.
     """
 
-    __slots__ = ("combine", "identity", "lift", "lower", "subtract", "commutative",
-                 "selective", "name", "lift_fn", "lower_fn")
+    __slots__ = (
+        "combine",
+        "commutative",
+        "identity",
+        "lift",
+        "lift_fn",
+        "lower",
+        "lower_fn",
+        "name",
+        "selective",
+        "subtract",
+    )
 
     def __init__(
         self,
