@@ -13,6 +13,7 @@ from swag_core.aggregation import Aggregation, product
 from swag_core.errors import (
     AlgorithmMismatchError,
     EmptyWindowError,
+    EntryNotFoundError,
     InvalidTimeError,
     InvalidValueError,
     OutOfOrderError,
@@ -29,6 +30,7 @@ __all__ = [
     "Aggregation",
     "AlgorithmMismatchError",
     "EmptyWindowError",
+    "EntryNotFoundError",
     "InvalidTimeError",
     "InvalidValueError",
     "OutOfOrderError",

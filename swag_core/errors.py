@@ -31,6 +31,13 @@ class UnknownAlgorithmError(SwagError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class EntryNotFoundError(SwagError, KeyError):
+    """``remove(time)`` found no entry at exactly ``time`` (nothing changed)."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
 class InvalidTimeError(SwagError, TypeError):
     """A time was not an integer (event times are integer milliseconds in the core)."""
 
