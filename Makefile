@@ -21,7 +21,7 @@ venvs: $(VENVS)/core/.installed
 test: test-core lint
 
 test-core: $(VENVS)/core/.installed
-	$(VENVS)/core/bin/python -m pytest tests/core $(PYTEST_FLAGS)
+	$(VENVS)/core/bin/python -m pytest tests/core tests/adapters tests/conformance $(PYTEST_FLAGS)
 
 lint: $(VENVS)/core/.installed
 	$(VENVS)/core/bin/ruff check .

@@ -1,0 +1,81 @@
+"""adapters: the engine-free window driver shared by the Spark, Beam and Flink adapters.
+
+>>> from adapters import WindowDriver
+>>> driver = WindowDriver({"windows": [{"kind": "tumbling", "size": 10}],
+...                        "aggregations": {"top": {"fn": "max", "field": "v"}}})
+>>> out = driver.process("k", [(1, {"v": 3}), (4, {"v": 7})])
+>>> out.next_timer                     # wake me when the watermark reaches 10
+10
+>>> driver.advance_watermark("k", 10).rows
+[{'window': 0, 'key': 'k', 'start': 0, 'end': 10, 'top': 7}]
+
+Entry points: :class:`WindowDriver` (engines), :func:`run_steps` / :func:`run_scenario`
+(scripted runs, conformance), :func:`parse_query` and the window spec classes,
+:func:`choose_algorithm`, the :class:`KeyState` protocol engines implement, and the state
+codec. See ``docs/adapters.md``.
+"""
+
+from adapters.codec import CODEC_VERSION, decode_value, encode_value
+from adapters.driver import (
+    END_OF_INPUT,
+    KeyInfo,
+    LateEvent,
+    Output,
+    WindowDriver,
+    parse_time,
+    parse_watermark,
+)
+from adapters.errors import BadEventError, CodecError, QuerySpecError, StateError
+from adapters.runner import RunResult, run_scenario, run_steps
+from adapters.selection import choose_algorithm
+from adapters.specs import (
+    AggSpec,
+    CountWindow,
+    OverWindow,
+    PolicyWindow,
+    Query,
+    SlidingWindow,
+    TumblingWindow,
+    aggregation_from,
+    parse_aggregation,
+    parse_query,
+    parse_window,
+)
+from adapters.state import KeyState, LogEntry, MemoryKeyState, MemoryStateBackend, StateBackend
+
+__all__ = [
+    "CODEC_VERSION",
+    "END_OF_INPUT",
+    "AggSpec",
+    "BadEventError",
+    "CodecError",
+    "CountWindow",
+    "KeyInfo",
+    "KeyState",
+    "LateEvent",
+    "LogEntry",
+    "MemoryKeyState",
+    "MemoryStateBackend",
+    "Output",
+    "OverWindow",
+    "PolicyWindow",
+    "Query",
+    "QuerySpecError",
+    "RunResult",
+    "SlidingWindow",
+    "StateBackend",
+    "StateError",
+    "TumblingWindow",
+    "WindowDriver",
+    "aggregation_from",
+    "choose_algorithm",
+    "decode_value",
+    "encode_value",
+    "parse_aggregation",
+    "parse_query",
+    "parse_time",
+    "parse_watermark",
+    "parse_window",
+    "run_scenario",
+    "run_steps",
+]

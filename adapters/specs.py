@@ -1,0 +1,604 @@
+"""Typed query specs: window kinds, aggregation specs and the :class:`Query` that bundles them.
+
+A query is written either as these dataclasses or as the JSON/dict form shared with the
+conformance corpus (``docs/adapters.md``); :func:`parse_query` turns the dict form into a
+:class:`Query` and names the bad field in every error (``windows[1].slide: ...``).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from adapters.errors import QuerySpecError
+from swag_core import Aggregation
+from swag_core.aggregations import (
+    ArgMax,
+    ArgMin,
+    BloomFilter,
+    Collect,
+    Count,
+    First,
+    GeometricMean,
+    Last,
+    Max,
+    MaxCount,
+    Mean,
+    Min,
+    MinCount,
+    StdDev,
+    Sum,
+    Variance,
+)
+from swag_core.errors import InvalidValueError
+
+#: Output column names the driver itself writes; aggregations may not use them.
+RESERVED_COLUMNS = frozenset({"window", "key", "start", "end", "time", "event"})
+
+
+def _check_int(path: str, value: Any, minimum: int | None = None) -> int:
+    if type(value) is bool or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise QuerySpecError(path, f"must be an integer (milliseconds or a count), "
+                                       f"got {value!r}")
+    if minimum is not None and value < minimum:
+        raise QuerySpecError(path, f"must be >= {minimum}, got {value!r}")
+    return int(value)
+
+
+# =====================================================================================
+# window specs
+# =====================================================================================
+@dataclass(frozen=True)
+class SlidingWindow:
+    """Event-time windows ``[start, start + range)`` with ``start = offset + j * slide``.
+
+    As in Spark, Beam and Flink; ``range % slide`` need not be 0 but ``range >= slide > 0``.
+    A window with no events emits nothing. Rows: ``{"window", "key", "start", "end", ...}``.
+    """
+
+    range: int
+    slide: int
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        _check_int("range", self.range, 1)
+        _check_int("slide", self.slide, 1)
+        _check_int("offset", self.offset)
+        if self.slide > self.range:
+            raise QuerySpecError("slide", f"must not exceed range ({self.range}), got "
+                                          f"{self.slide}: windows would leave gaps")
+
+    def first_end_after(self, x: int | float) -> int | float:
+        """The smallest window end ``> x`` (``x`` may be ``-inf``/``inf``: returned as is)."""
+        if x == math.inf or x == -math.inf:
+            return x
+        r, s, o = self.range, self.slide, self.offset
+        return o + r + s * ((int(x) - o - r) // s + 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "sliding", "range": self.range, "slide": self.slide,
+                "offset": self.offset}
+
+
+def TumblingWindow(size: int, offset: int = 0) -> SlidingWindow:
+    """Tumbling windows ``[offset + j * size, offset + (j + 1) * size)``: sliding with
+    ``slide == range``."""
+    _check_int("size", size, 1)
+    return SlidingWindow(size, size, offset)
+
+
+@dataclass(frozen=True)
+class OverWindow:
+    """Per-event window (SQL ``RANGE BETWEEN range PRECEDING AND CURRENT ROW``).
+
+    For each non-late event at time t: the aggregate over the key's non-late events with time
+    in ``[t - range, t]``, peers at equal time included. Rows:
+    ``{"window", "key", "time", "event", ...}``, one per event.
+    """
+
+    range: int
+
+    def __post_init__(self) -> None:
+        _check_int("range", self.range, 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "over", "range": self.range}
+
+
+@dataclass(frozen=True)
+class CountWindow:
+    """The last ``size`` events, emitted every ``every`` events.
+
+    The key's non-late events in order (time, ties in arrival order); after the k-th event,
+    if ``k % every == 0``, the aggregate over the last ``min(size, k)`` events. Rows:
+    ``{"window", "key", "start": oldest time, "end": newest time + 1, ...}``.
+    """
+
+    size: int
+    every: int = 1
+
+    def __post_init__(self) -> None:
+        _check_int("size", self.size, 1)
+        _check_int("every", self.every, 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "count", "size": self.size, "every": self.every}
+
+
+#: Measures of the declarative slide policy.
+POLICY_MEASURES = ("count", "span", "sum")
+
+
+@dataclass(frozen=True)
+class PolicyWindow:
+    """The Monoid Tree Aggregator's window slide policy (MTA paper, sections 3 and 4.1.3) as a
+    window kind.
+
+    After each non-late event of the key (in time order, ties in arrival order) the window
+    drops its longest prefix that the policy marks for eviction; the newest event always
+    stays. Every ``every`` events a row is emitted:
+    ``{"window", "key", "start": oldest time, "end": newest time + 1, ...}``.
+
+    Declarative form (``measure`` one of ``"count"``, ``"span"``, ``"sum"``): the window after
+    the k-th event is the **longest run of the newest events whose measure is <= limit**, or
+    the k-th event alone if even that exceeds ``limit``:
+
+    * ``count``: number of events (the same windows as ``CountWindow(limit)``);
+    * ``span``: ``newest time - oldest time`` (MTA paper Listing 1);
+    * ``sum``: sum of the non-negative number ``field`` (the paper's running example, "keep
+      the newest updates whose sum is <= 10"), compared exactly (floats as fractions).
+
+    Programmable form: ``rule(total, prefix) -> bool`` with ``measure`` an
+    :class:`~swag_core.Aggregation` lifted from ``(time, value)`` pairs. ``rule`` gets the raw
+    (un-lowered) measure aggregate of the whole window and of a candidate prefix and says
+    whether the prefix must go; it must be prefix-monotone (true for a prefix implies true for
+    every shorter one). The driver never evicts the newest event whatever ``rule`` says.
+    """
+
+    measure: str | Aggregation
+    limit: int | float | None = None
+    field: str | None = None
+    every: int = 1
+    rule: Callable[[Any, Any], bool] | None = None
+
+    def __post_init__(self) -> None:
+        _check_int("every", self.every, 1)
+        if self.rule is not None:
+            if not callable(self.rule):
+                raise QuerySpecError("rule", f"must be callable, got {self.rule!r}")
+            if not isinstance(self.measure, Aggregation):
+                raise QuerySpecError("measure", "a programmable policy (rule=...) needs a "
+                                                "swag_core.Aggregation as measure")
+            return
+        if self.measure not in POLICY_MEASURES:
+            raise QuerySpecError("measure", f"must be one of {', '.join(POLICY_MEASURES)} "
+                                            f"(or an Aggregation with rule=...), got "
+                                            f"{self.measure!r}")
+        limit = self.limit
+        if type(limit) is bool or not isinstance(limit, (int, float)) or not (
+                math.isfinite(limit) and limit >= 0):
+            raise QuerySpecError("limit", f"must be a finite number >= 0, got {limit!r}")
+        if self.measure == "sum":
+            if not isinstance(self.field, str):
+                raise QuerySpecError("field", "the 'sum' measure needs the name of a "
+                                              "numeric field")
+        elif self.field is not None:
+            raise QuerySpecError("field", f"the {self.measure!r} measure takes no field")
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.rule is not None:
+            assert isinstance(self.measure, Aggregation)
+            return {"kind": "policy", "measure": f"custom:{self.measure.name}",
+                    "rule": getattr(self.rule, "__qualname__", repr(self.rule)),
+                    "every": self.every}
+        d: dict[str, Any] = {"kind": "policy", "measure": self.measure, "limit": self.limit,
+                             "every": self.every}
+        if self.field is not None:
+            d["field"] = self.field
+        return d
+
+
+WindowSpec = SlidingWindow | OverWindow | CountWindow | PolicyWindow
+
+_WINDOW_FIELDS: dict[str, tuple[set[str], set[str]]] = {
+    # kind: (required, optional)
+    "sliding": ({"range", "slide"}, {"offset"}),
+    "tumbling": ({"size"}, {"offset"}),
+    "over": ({"range"}, set()),
+    "count": ({"size"}, {"every"}),
+    "policy": ({"measure", "limit"}, {"field", "every"}),
+}
+
+
+def parse_window(spec: Any, path: str = "window") -> WindowSpec:
+    """A window spec from its dict form (or a spec object, returned as is)."""
+    if isinstance(spec, (SlidingWindow, OverWindow, CountWindow, PolicyWindow)):
+        return spec
+    if not isinstance(spec, Mapping):
+        raise QuerySpecError(path, f"must be a window spec object or dict, got {spec!r}")
+    kind = spec.get("kind")
+    if kind not in _WINDOW_FIELDS:
+        raise QuerySpecError(f"{path}.kind", f"must be one of {', '.join(_WINDOW_FIELDS)}, "
+                                             f"got {kind!r}")
+    required, optional = _WINDOW_FIELDS[kind]
+    given = set(spec) - {"kind"}
+    missing = required - given
+    if missing:
+        raise QuerySpecError(f"{path}.{sorted(missing)[0]}", f"required for a {kind} window")
+    unknown = given - required - optional
+    if unknown:
+        raise QuerySpecError(f"{path}.{sorted(unknown)[0]}",
+                             f"unknown field for a {kind} window (fields: "
+                             f"{', '.join(sorted(required | optional))})")
+    try:
+        if kind == "sliding":
+            return SlidingWindow(spec["range"], spec["slide"], spec.get("offset", 0))
+        if kind == "tumbling":
+            return TumblingWindow(spec["size"], spec.get("offset", 0))
+        if kind == "over":
+            return OverWindow(spec["range"])
+        if kind == "count":
+            return CountWindow(spec["size"], spec.get("every", 1))
+        return PolicyWindow(measure=spec["measure"], limit=spec["limit"],
+                            field=spec.get("field"), every=spec.get("every", 1))
+    except QuerySpecError as exc:
+        raise QuerySpecError(f"{path}.{exc.path}", str(exc)[len(exc.path) + 2:]) from None
+
+
+# =====================================================================================
+# aggregation specs
+# =====================================================================================
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class AggSpec:
+    """One output column: ``aggregation`` applied to ``extract(event value)``.
+
+    ``field`` names the event field read (for error messages; ``None`` when the aggregation
+    sees the whole event value). Build with :func:`parse_aggregation`.
+    """
+
+    name: str
+    aggregation: Aggregation
+    extract: Callable[[Any], Any] | None = None
+    field: str | None = None
+    fn: str | None = None
+    #: Extra fields read by the extractor (argmax ``result``), for error messages.
+    other_fields: tuple[str, ...] = ()
+
+
+def get_field(value: Any, name: str) -> Any:
+    """``value[name]`` for mappings (dicts, pandas rows, Spark Rows), else ``getattr``; raises
+    ``KeyError(name)`` when the field is missing."""
+    try:
+        return value[name]
+    except KeyError:
+        raise KeyError(name) from None
+    except (TypeError, IndexError):
+        try:
+            return getattr(value, name)
+        except AttributeError:
+            raise KeyError(name) from None
+
+
+def _field_getter(name: str) -> Callable[[Any], Any]:
+    def extract(value: Any) -> Any:
+        if type(value) is dict:
+            return value[name]
+        return get_field(value, name)
+    return extract
+
+
+def _optional_field_getter(name: str) -> Callable[[Any], Any]:
+    def extract(value: Any) -> Any:
+        try:
+            return get_field(value, name)
+        except KeyError:
+            return None
+    return extract
+
+
+def _count_non_null() -> Aggregation:
+    return Aggregation(combine=operator.add, identity=0,
+                       lift=lambda x: 0 if x is None else 1, subtract=operator.sub,
+                       commutative=True, name="count")
+
+
+def _listify(agg: Aggregation, name: str) -> Aggregation:
+    """``agg`` whose lowered tuple result is returned as a JSON-style list."""
+    inner = agg.lower_fn
+    return Aggregation(combine=agg.combine, identity=agg.identity, lift=agg.lift,
+                       lower=lambda a: None if (r := inner(a)) is None else list(r),
+                       subtract=agg.subtract, commutative=agg.commutative,
+                       selective=agg.selective, name=name)
+
+
+def _arg_aggregation(fn: str) -> Aggregation:
+    # Lifted input is the pair (compared value, returned value); ties go to the oldest.
+    base = (ArgMax if fn == "argmax" else ArgMin)(key=operator.itemgetter(0))
+    return Aggregation(combine=base.combine, identity=base.identity, lift=base.lift,
+                       lower=lambda a: None if a is None else a[1][1],
+                       commutative=base.commutative, selective=True, name=fn)
+
+
+_SIMPLE_FNS: dict[str, Callable[[], Aggregation]] = {
+    "sum": Sum, "mean": Mean, "min": Min, "max": Max, "geomean": GeometricMean,
+    "first": First, "last": Last, "collect": Collect,
+}
+AGGREGATION_FNS = ("count", "sum", "mean", "min", "max", "argmin", "argmax", "mincount",
+                   "maxcount", "variance", "stddev", "geomean", "first", "last", "collect",
+                   "bloom")
+_FN_PARAMS: dict[str, set[str]] = {fn: set() for fn in AGGREGATION_FNS}
+_FN_PARAMS.update({"argmin": {"result"}, "argmax": {"result"}, "variance": {"ddof"},
+                   "stddev": {"ddof"}, "bloom": {"bits", "hashes"}})
+
+
+def parse_aggregation(name: str, spec: Any, path: str | None = None) -> AggSpec:
+    """One output column from its spec.
+
+    ``spec`` is a dict ``{"fn": NAME, "field": FIELD, ...params}`` (see ``docs/adapters.md``),
+    a :class:`~swag_core.Aggregation` (applied to the whole event value), a
+    Beam-``CombineFn``-like or Flink-``AggregateFunction``-like object (wrapped by
+    :func:`aggregation_from`), or a pair ``(field, aggregation-like)``.
+    """
+    path = path if path is not None else f"aggregations.{name}"
+    if not isinstance(name, str) or not name:
+        raise QuerySpecError(path, f"output names must be non-empty strings, got {name!r}")
+    if name in RESERVED_COLUMNS:
+        raise QuerySpecError(path, f"{name!r} is a reserved output column "
+                                   f"({', '.join(sorted(RESERVED_COLUMNS))})")
+    if isinstance(spec, AggSpec):
+        return AggSpec(name, spec.aggregation, spec.extract, spec.field, spec.fn,
+                       spec.other_fields)
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
+        agg = _aggregation_like(spec[1], f"{path}[1]")
+        return AggSpec(name, agg, _field_getter(spec[0]), spec[0])
+    if not isinstance(spec, Mapping):
+        return AggSpec(name, _aggregation_like(spec, path))
+    fn = spec.get("fn")
+    if fn not in _FN_PARAMS:
+        raise QuerySpecError(f"{path}.fn", f"must be one of {', '.join(AGGREGATION_FNS)}, "
+                                           f"got {fn!r}")
+    allowed = {"fn", "field"} | _FN_PARAMS[fn]
+    unknown = set(spec) - allowed
+    if unknown:
+        raise QuerySpecError(f"{path}.{sorted(unknown)[0]}",
+                             f"unknown parameter for {fn!r} (allowed: "
+                             f"{', '.join(sorted(allowed))})")
+    fld = spec.get("field", _MISSING)
+    if fld is not _MISSING and not (isinstance(fld, str) and fld):
+        raise QuerySpecError(f"{path}.field", f"must be a non-empty string, got {fld!r}")
+    if fn == "count":
+        if fld is _MISSING:
+            return AggSpec(name, Count(), None, None, fn)
+        assert isinstance(fld, str)
+        return AggSpec(name, _count_non_null(), _optional_field_getter(fld), fld, fn)
+    if fld is _MISSING:
+        raise QuerySpecError(f"{path}.field", f"required for {fn!r}")
+    assert isinstance(fld, str)
+    if fn in _SIMPLE_FNS:
+        return AggSpec(name, _SIMPLE_FNS[fn](), _field_getter(fld), fld, fn)
+    if fn in ("mincount", "maxcount"):
+        base = MinCount() if fn == "mincount" else MaxCount()
+        return AggSpec(name, _listify(base, fn), _field_getter(fld), fld, fn)
+    if fn in ("variance", "stddev"):
+        ddof = spec.get("ddof", 1)
+        if ddof not in (0, 1) or type(ddof) is bool:
+            raise QuerySpecError(f"{path}.ddof", f"must be 0 (population) or 1 (sample), "
+                                                 f"got {ddof!r}")
+        return AggSpec(name, (Variance if fn == "variance" else StdDev)(ddof),
+                       _field_getter(fld), fld, fn)
+    if fn == "bloom":
+        bits = _check_int(f"{path}.bits", spec.get("bits", 16384), 1)
+        hashes = _check_int(f"{path}.hashes", spec.get("hashes", 4), 1)
+        return AggSpec(name, BloomFilter(bits, hashes), _field_getter(fld), fld, fn)
+    # argmin / argmax
+    result = spec.get("result", _MISSING)
+    key_of = _field_getter(fld)
+    if result is _MISSING:
+        def extract_pair(value: Any) -> Any:
+            return (key_of(value), value)
+        return AggSpec(name, _arg_aggregation(fn), extract_pair, fld, fn)
+    if not (isinstance(result, str) and result):
+        raise QuerySpecError(f"{path}.result", f"must be a field name, got {result!r}")
+    result_of = _field_getter(result)
+
+    def extract_result(value: Any) -> Any:
+        return (key_of(value), result_of(value))
+    return AggSpec(name, _arg_aggregation(fn), extract_result, fld, fn, (result,))
+
+
+def _aggregation_like(obj: Any, path: str) -> Aggregation:
+    try:
+        return aggregation_from(obj)
+    except TypeError as exc:
+        raise QuerySpecError(path, str(exc)) from None
+
+
+def aggregation_from(obj: Any, *, name: str | None = None, commutative: bool = False,
+                     mutates: bool = True) -> Aggregation:
+    """A :class:`~swag_core.Aggregation` from an aggregation-like object.
+
+    Accepted:
+
+    * a :class:`~swag_core.Aggregation` (returned as is);
+    * a Beam ``CombineFn``-like object: ``create_accumulator()``, ``add_input(acc, x)``,
+      ``merge_accumulators(accs)``, ``extract_output(acc)``;
+    * a Flink ``AggregateFunction``-like object: ``create_accumulator()``,
+      ``add(x, acc)``, ``merge(a, b)``, ``get_result(acc)``.
+
+    The wrapped ``merge`` **must be associative** (merging ``a`` with ``b`` then ``c`` equals
+    ``a`` with ``b``-and-``c``) and ``create_accumulator()`` must be its identity; it need not
+    be commutative: ``a`` is always the older part of the window. Declare
+    ``commutative=True`` if it is. Structures share accumulators, so the wrapper never lets the
+    user code mutate one it did not create: Beam's contract allows mutating only the *first*
+    accumulator of ``merge_accumulators``, so a fresh one is put first; Flink's ``merge`` may
+    reuse either argument, so both are deep-copied unless ``mutates=False`` promises that
+    ``merge`` and ``add`` return new objects.
+    """
+    if isinstance(obj, Aggregation):
+        return obj
+    create = getattr(obj, "create_accumulator", None)
+    if create is None or not callable(create):
+        raise TypeError(f"expected a swag_core.Aggregation, a Beam CombineFn-like object "
+                        f"(create_accumulator/add_input/merge_accumulators/extract_output) or "
+                        f"a Flink AggregateFunction-like object "
+                        f"(create_accumulator/add/merge/get_result), got {obj!r}")
+    label = name or getattr(obj, "__name__", None) or type(obj).__name__
+    identity = create()
+    if all(callable(getattr(obj, m, None)) for m in
+           ("add_input", "merge_accumulators", "extract_output")):
+        add_input, merge_accs = obj.add_input, obj.merge_accumulators
+        extract_output = obj.extract_output
+
+        def beam_lift(x: Any) -> Any:
+            return add_input(create(), x)
+
+        def beam_combine(a: Any, b: Any) -> Any:
+            # Only the first accumulator may be mutated (Beam CombineFn contract): a fresh one.
+            return merge_accs([create(), a, b])
+
+        def beam_lower(a: Any) -> Any:
+            return extract_output(copy.deepcopy(a) if mutates else a)
+
+        return Aggregation(combine=beam_combine, identity=identity, lift=beam_lift,
+                           lower=beam_lower, commutative=commutative, name=label)
+    if all(callable(getattr(obj, m, None)) for m in ("add", "merge", "get_result")):
+        add, merge, get_result = obj.add, obj.merge, obj.get_result
+        dup = copy.deepcopy if mutates else (lambda a: a)
+
+        def flink_lift(x: Any) -> Any:
+            return add(x, create())
+
+        def flink_combine(a: Any, b: Any) -> Any:
+            return merge(dup(a), dup(b))
+
+        def flink_lower(a: Any) -> Any:
+            return get_result(dup(a))
+
+        return Aggregation(combine=flink_combine, identity=identity, lift=flink_lift,
+                           lower=flink_lower, commutative=commutative, name=label)
+    raise TypeError(f"{obj!r} has create_accumulator but neither the Beam CombineFn methods "
+                    f"(add_input, merge_accumulators, extract_output) nor the Flink "
+                    f"AggregateFunction methods (add, merge, get_result)")
+
+
+# =====================================================================================
+# policy measures (declarative form)
+# =====================================================================================
+def exact_number(x: Any) -> int | Fraction:
+    """``x`` as an exact number (``int`` or ``Fraction``), refusing bools, NaN and infinities."""
+    if type(x) is int:
+        return x
+    if type(x) is bool or x is None:
+        raise InvalidValueError(f"needs a number, got {x!r}")
+    if isinstance(x, int):
+        return int(x)
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise InvalidValueError(f"needs a finite number, got {x!r}")
+        return Fraction(x)
+    try:
+        return Fraction(x)
+    except (TypeError, ValueError):
+        raise InvalidValueError(f"needs a number, got {x!r} ({type(x).__name__})") from None
+
+
+# =====================================================================================
+# the query
+# =====================================================================================
+@dataclass(frozen=True)
+class Query:
+    """Window specs, output aggregations and the allowed lateness of one stateful query.
+
+    All window specs share the aggregations: every row carries every output column. Several
+    window specs share one structure per key (see ``docs/adapters.md``).
+
+    Args:
+        windows: window specs (row field ``"window"`` is the index into this list).
+        aggregations: output columns, in order.
+        allowed_lateness: L in ms: an event with ``time < watermark - L`` is late; windows
+            are emitted once ``watermark - L`` passes them, so results stay final.
+        algorithm: force a ``swag_core`` algorithm by name (default: automatic, see
+            :func:`adapters.selection.choose_algorithm`).
+    """
+
+    windows: tuple[WindowSpec, ...]
+    aggregations: tuple[AggSpec, ...]
+    allowed_lateness: int = 0
+    algorithm: str | None = None
+    _fingerprint: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.windows:
+            raise QuerySpecError("windows", "at least one window spec is required")
+        if not self.aggregations:
+            raise QuerySpecError("aggregations", "at least one aggregation is required")
+        names = [a.name for a in self.aggregations]
+        if len(set(names)) != len(names):
+            raise QuerySpecError("aggregations", f"duplicate output names in {names}")
+        _check_int("allowed_lateness", self.allowed_lateness, 0)
+        if self.algorithm is not None and not isinstance(self.algorithm, str):
+            raise QuerySpecError("algorithm", f"must be an algorithm name, got "
+                                              f"{self.algorithm!r}")
+        canonical = json.dumps({"windows": [w.to_dict() for w in self.windows],
+                                "allowed_lateness": self.allowed_lateness},
+                               sort_keys=True, default=str)
+        object.__setattr__(self, "_fingerprint",
+                           hashlib.blake2b(canonical.encode(), digest_size=8).hexdigest())
+
+    @property
+    def fingerprint(self) -> str:
+        """Hash of what the stored state depends on (windows and lateness, not aggregations:
+        the state keeps raw events, so aggregations may change across a restart)."""
+        return self._fingerprint
+
+    @classmethod
+    def build(cls, windows: Sequence[Any] | Any, aggregations: Mapping[str, Any] | Any,
+              allowed_lateness: int = 0, algorithm: str | None = None) -> Query:
+        """A query from window specs (objects or dicts; one spec alone is fine) and a mapping
+        ``{output name: aggregation spec}`` (or a single Aggregation-like, named after it)."""
+        if isinstance(windows, (Mapping, SlidingWindow, OverWindow, CountWindow,
+                                PolicyWindow)):
+            windows = [windows]
+        if not isinstance(windows, Sequence) or isinstance(windows, str):
+            raise QuerySpecError("windows", f"must be a list of window specs, got {windows!r}")
+        parsed_windows = tuple(parse_window(w, f"windows[{i}]") for i, w in enumerate(windows))
+        if not isinstance(aggregations, Mapping):
+            agg = _aggregation_like(aggregations, "aggregations")
+            aggregations = {agg.name: agg}
+        parsed_aggs = tuple(parse_aggregation(n, s) for n, s in aggregations.items())
+        lateness = _check_int("allowed_lateness", allowed_lateness, 0)
+        return cls(parsed_windows, parsed_aggs, lateness, algorithm)
+
+
+def parse_query(spec: Any) -> Query:
+    """A :class:`Query` from its dict form ``{"windows": [...], "aggregations": {...},
+    "allowed_lateness": 0, "algorithm": null}`` (a :class:`Query` is returned as is)."""
+    if isinstance(spec, Query):
+        return spec
+    if not isinstance(spec, Mapping):
+        raise QuerySpecError("query", f"must be a dict or a Query, got {spec!r}")
+    unknown = set(spec) - {"windows", "aggregations", "allowed_lateness", "algorithm"}
+    if unknown:
+        raise QuerySpecError(sorted(unknown)[0], "unknown query field (fields: windows, "
+                                                 "aggregations, allowed_lateness, algorithm)")
+    if "windows" not in spec:
+        raise QuerySpecError("windows", "required")
+    if "aggregations" not in spec:
+        raise QuerySpecError("aggregations", "required")
+    if not isinstance(spec["aggregations"], Mapping):
+        raise QuerySpecError("aggregations", "must be an object {output name: spec}")
+    return Query.build(spec["windows"], spec["aggregations"],
+                       spec.get("allowed_lateness", 0), spec.get("algorithm"))

@@ -1,0 +1,194 @@
+"""The storage interface engine adapters implement, and the in-memory reference backend.
+
+Per key the driver stores two things (``docs/adapters.md``, "State"):
+
+* **meta**: one small value (a few dozen bytes: watermark, counters, codec version), written
+  once per call, read once per call;
+* **the event log**: the key's accepted, not yet evicted events, one entry
+  ``(time, seq, data)`` per event. ``time`` is the event time in ms, ``seq`` the key's arrival
+  number (unique per key, so ``(time, seq)`` identifies an entry), ``data`` the codec bytes
+  of the event value. The driver appends one entry per accepted event and removes whole
+  time-prefixes once no window needs them.
+
+How the engines map it:
+
+==========  ===========================  ================================================
+engine      meta                         event log
+==========  ===========================  ================================================
+Flink       ``ValueState[bytes]``        ``MapState[seq -> (time, data)]``; remove by key
+Spark       ``ValueState`` (binary)      ``MapState`` (key ``seq``, value ``time, data``)
+Beam        ``ReadModifyWriteState``     ``OrderedListState`` with sort key ``time``:
+                                         ``clear_range(min, before)``
+==========  ===========================  ================================================
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+#: One log entry: (event time in ms, arrival sequence number, encoded value).
+LogEntry = tuple[int, int, bytes]
+
+
+@runtime_checkable
+class KeyState(Protocol):
+    """The driver's state for one key, held by the engine.
+
+    Contract: writes are applied in call order; nothing else writes this state. Reads after a
+    restore return what was written before the checkpoint.
+    """
+
+    def get_meta(self) -> bytes | None:
+        """The metadata value, or ``None`` if never written (a new key)."""
+        ...
+
+    def put_meta(self, data: bytes) -> None:
+        """Replace the metadata value."""
+        ...
+
+    def add_events(self, entries: Sequence[LogEntry]) -> None:
+        """Append entries to the event log (they may be out of time order)."""
+        ...
+
+    def read_events(self) -> Iterable[LogEntry]:
+        """Every entry of the event log, in any order (the driver sorts by ``(time, seq)``).
+        Only called when the driver's process-local cache misses (e.g. after a restart)."""
+        ...
+
+    def remove_events(self, before: int, keys: Sequence[tuple[int, int]]) -> None:
+        """Remove every entry with ``time < before``.
+
+        ``keys`` lists exactly those entries' ``(time, seq)`` pairs, so a map-based backend
+        can delete by key and an ordered-list backend can clear the range
+        ``[-inf, before)``; use whichever your engine offers.
+        """
+        ...
+
+
+@runtime_checkable
+class StateBackend(Protocol):
+    """Per-key states of many keys (what an engine hands a batch of keys)."""
+
+    def key_state(self, key: Hashable) -> KeyState:
+        """The state of ``key`` (created empty on first use)."""
+        ...
+
+
+class MemoryKeyState:
+    """In-memory :class:`KeyState`, the reference implementation used by tests.
+
+    Counts what a real engine would persist (``bytes_written``: meta bytes + log entry bytes
+    with 16 bytes for time and seq; ``entries_removed``). With ``strict=True`` it checks the
+    driver's ``remove_events`` calls: ``keys`` must be exactly the entries with
+    ``time < before``.
+    """
+
+    __slots__ = ("_log", "_meta", "bytes_written", "entries_removed", "meta_writes", "strict")
+
+    def __init__(self, strict: bool = True) -> None:
+        self._meta: bytes | None = None
+        self._log: list[LogEntry] = []  # sorted by (time, seq)
+        self.bytes_written = 0
+        self.entries_removed = 0
+        self.meta_writes = 0
+        self.strict = strict
+
+    def get_meta(self) -> bytes | None:
+        return self._meta
+
+    def put_meta(self, data: bytes) -> None:
+        if not isinstance(data, bytes):
+            raise TypeError(f"meta must be bytes, got {type(data).__name__}")
+        self._meta = data
+        self.bytes_written += len(data)
+        self.meta_writes += 1
+
+    def add_events(self, entries: Sequence[LogEntry]) -> None:
+        log = self._log
+        for entry in entries:
+            time, seq, data = entry
+            if type(time) is not int or type(seq) is not int or not isinstance(data, bytes):
+                raise TypeError(f"log entries are (int time, int seq, bytes), got {entry!r}")
+            if log and (time, seq) < log[-1][:2]:
+                bisect.insort(log, (time, seq, data))
+            else:
+                log.append((time, seq, data))
+            self.bytes_written += 16 + len(data)
+
+    def read_events(self) -> Iterator[LogEntry]:
+        return iter(list(self._log))
+
+    def remove_events(self, before: int, keys: Sequence[tuple[int, int]]) -> None:
+        log = self._log
+        k = bisect.bisect_left(log, (before,))
+        if self.strict:
+            expected = [(t, s) for t, s, _ in log[:k]]
+            if sorted(keys) != expected:
+                raise AssertionError(f"remove_events({before}): keys {sorted(keys)[:5]}... "
+                                     f"differ from the entries before it {expected[:5]}...")
+        del log[:k]
+        self.entries_removed += k
+
+    # ---------------------------------------------------------------- test helpers
+    def __len__(self) -> int:
+        """Number of log entries."""
+        return len(self._log)
+
+    def entries(self) -> list[LogEntry]:
+        """A copy of the log, sorted by ``(time, seq)``."""
+        return list(self._log)
+
+    def copy(self) -> MemoryKeyState:
+        """An independent copy (entries are immutable tuples of bytes)."""
+        other = MemoryKeyState(self.strict)
+        other._meta = self._meta
+        other._log = list(self._log)
+        return other
+
+
+class MemoryStateBackend:
+    """In-memory :class:`StateBackend`: a dict of :class:`MemoryKeyState`.
+
+    ``snapshot()`` / ``MemoryStateBackend.restore(snapshot)`` model an engine checkpoint and
+    a restart from it.
+    """
+
+    def __init__(self, strict: bool = True) -> None:
+        self._states: dict[Any, MemoryKeyState] = {}
+        self.strict = strict
+
+    def key_state(self, key: Hashable) -> MemoryKeyState:
+        state = self._states.get(key)
+        if state is None:
+            state = self._states[key] = MemoryKeyState(self.strict)
+        return state
+
+    def keys(self) -> list[Any]:
+        """Keys that have state."""
+        return list(self._states)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._states
+
+    def snapshot(self) -> dict[Any, MemoryKeyState]:
+        """A deep, independent copy of every key's state (a checkpoint)."""
+        return {k: s.copy() for k, s in self._states.items()}
+
+    @classmethod
+    def restore(cls, snapshot: dict[Any, MemoryKeyState],
+                strict: bool = True) -> MemoryStateBackend:
+        """A backend holding a copy of ``snapshot``."""
+        backend = cls(strict)
+        backend._states = {k: s.copy() for k, s in snapshot.items()}
+        return backend
+
+    @property
+    def bytes_written(self) -> int:
+        """Total bytes written by every key (meta + log entries)."""
+        return sum(s.bytes_written for s in self._states.values())
+
+    def stored_entries(self) -> int:
+        """Log entries currently held over all keys."""
+        return sum(len(s) for s in self._states.values())
