@@ -54,7 +54,7 @@ class Window(ABC):
     needs_invertible: ClassVar[bool] = False
     #: True when the aggregation must be ``selective``.
     needs_selective: ClassVar[bool] = False
-    #: True when ``query_since`` is supported in sub-linear time.
+    #: True when ``query_since`` is supported (its cost is part of ``complexity``).
     range_queries: ClassVar[bool] = False
     #: True when entries with equal times are merged into one (``existing (+) new``), so that
     #: ``len()`` counts distinct times and ``evict()`` removes every entry of the oldest time.
