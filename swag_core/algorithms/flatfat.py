@@ -1,0 +1,332 @@
+"""FlatFAT as an in-order sliding window: a circular buffer on the leaves of a FlatFAT.
+
+Tangwongsan, Hirzel, Schneider, Wu, "General Incremental Sliding-Window Aggregation",
+PVLDB 8(7), 2015: the tree is section 4 (in :mod:`swag_core.algorithms._fat`), the circular
+buffer with resizing is section 5.1.1 and the FIFO case section 5.2 (note
+``reactive-flatfat.md`` sections 1.8 and 5.1).
+
+* The leaves are a circular buffer: the window is the ``size`` slots from ``front`` on;
+  inserts write the slot after the back, evictions write :data:`~._fat.EMPTY` to the front
+  slot (FIFO: no holes, so no compaction).
+* Capacity (a power of two) doubles when an insert finds the buffer full and halves after an
+  eviction leaves ``size < capacity / 4`` (pitfall 8), never below ``min_capacity``; both
+  rebuild the tree with the live entries from slot 0 (``size - 1`` ``combine`` calls).
+* Leaf writes are propagated lazily, in one batch per query (Algorithm 2), so a slide of one
+  eviction and one insertion, or a bulk insertion of m entries, pays the paper's
+  ``m (1 + log(n / m))`` bound once per query.
+* Query: the root when the window does not wrap; ``suffix(front) (+) prefix(back)`` when it
+  does ("inverted buffer", section 5.1.2, pitfall 1): the root would then combine the
+  entries in slot order, not window order, which is wrong for non-commutative aggregations.
+* ``query_since(t)``: binary search for the first entry with ``time >= t``, then the tree's
+  range aggregate to the back: O(log n) ``combine`` calls.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
+from contextlib import suppress
+from typing import Any, ClassVar
+
+from swag_core.aggregation import Aggregation
+from swag_core.algorithms._fat import EMPTY, FlatFAT, is_power_of_two
+from swag_core.algorithms._queues import NO_CACHE
+from swag_core.errors import EmptyWindowError, OutOfOrderError
+from swag_core.window import Window, as_time
+
+
+class FlatFat(Window):
+    """FlatFAT sliding window: O(log n) ``combine`` calls per slide, O(log n) ``query_since``.
+
+    Args:
+        aggregation: the aggregation to maintain (any associative ``combine``).
+        capacity: initial number of leaves, a power of two (default 8).
+        min_capacity: the capacity never shrinks below this power of two (default 1); set it
+            to ``capacity`` to pre-allocate a large buffer that is never resized.
+
+    ``combine`` calls: ``insert`` and ``evict`` none (the leaf write is propagated at the next
+    query); a query after m leaf writes at most ``m (1 + ceil(log2(capacity / m)))`` for the
+    propagation (fewer: empty subtrees and unchanged nodes cost nothing), plus at most
+    ``2 log2(capacity)`` when the window wraps around the buffer, plus ``size - 1`` on a
+    resize (amortized O(1) per operation). A repeated query is cached.
+    """
+
+    name: ClassVar[str] = "flatfat"
+    range_queries: ClassVar[bool] = True
+    complexity: ClassVar[str] = ("O(log n) per slide, O(m + m log(n/m)) per bulk of m; "
+                                 "query O(1) (O(log n) when the buffer wraps); "
+                                 "query_since O(log n)")
+
+    def __init__(self, aggregation: Aggregation, capacity: int = 8,
+                 min_capacity: int = 1) -> None:
+        super().__init__(aggregation)
+        if (type(capacity) is not int or type(min_capacity) is not int
+                or not is_power_of_two(capacity) or not is_power_of_two(min_capacity)):
+            raise ValueError(f"flatfat capacity and min_capacity must be powers of two, got "
+                             f"capacity={capacity!r}, min_capacity={min_capacity!r}")
+        if min_capacity > capacity:
+            raise ValueError(f"flatfat min_capacity {min_capacity} exceeds the initial "
+                             f"capacity {capacity}")
+        self._min_capacity = min_capacity
+        self._fat = FlatFAT(self._combine, capacity)
+        self._times: list[int] = [0] * capacity   # parallel to the leaves
+        self._front = 0                           # slot of the oldest entry
+        self._size = 0
+        self._cache: Any = NO_CACHE               # raw aggregate of the window
+
+    # ------------------------------------------------------------------ sizes and times
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def capacity(self) -> int:
+        """Current number of leaves (slots) of the circular buffer."""
+        return self._fat.capacity
+
+    def _back(self) -> int:
+        """Slot of the youngest entry (the window must be non-empty)."""
+        back = self._front + self._size - 1
+        cap = self._fat.capacity
+        return back - cap if back >= cap else back
+
+    def oldest(self) -> int:
+        """Time of the oldest entry; :class:`EmptyWindowError` if empty."""
+        if not self._size:
+            raise EmptyWindowError(f"oldest() of an empty {self.name!r} window")
+        return self._times[self._front]
+
+    def youngest(self) -> int:
+        """Time of the youngest entry; :class:`EmptyWindowError` if empty."""
+        if not self._size:
+            raise EmptyWindowError(f"youngest() of an empty {self.name!r} window")
+        return self._times[self._back()]
+
+    def items(self) -> Iterator[tuple[int, Any]]:
+        """``(time, lifted value)`` pairs, oldest first (a snapshot)."""
+        times, values = self._live()
+        return zip(times, values, strict=True)
+
+    def _live(self) -> tuple[list[int], list[Any]]:
+        """Times and lifted values of the window, oldest first (two list slices)."""
+        front = self._front
+        end = front + self._size
+        cap = self._fat.capacity
+        tree = self._fat.tree
+        times = self._times
+        if end <= cap:
+            return times[front:end], tree[cap + front:cap + end]
+        return times[front:] + times[:end - cap], tree[cap + front:] + tree[cap:end]
+
+    # ------------------------------------------------------------------ insert
+    def insert(self, time: int, value: Any) -> None:
+        """Insert raw ``value`` at ``time`` (see :meth:`Window.insert`; same checks)."""
+        if type(time) is not int:
+            time = as_time(time)
+        size = self._size
+        if size and time < self._times[self._back()]:
+            raise OutOfOrderError(
+                f"{self.name!r} accepts in-order inserts only: time {time} is older than the "
+                f"youngest entry {self._times[self._back()]}; use 'fiba' or 'reactive' for "
+                f"out-of-order data")
+        self._insert_lifted(time, self._lift(value))
+
+    def _insert_lifted(self, time: int, value: Any) -> None:
+        fat = self._fat
+        size = self._size
+        cap = fat.capacity
+        if size == cap:                      # full: double (section 5.1.1; FIFO never compacts)
+            self._resize(cap + cap, [])
+            cap = fat.capacity
+        slot = self._front + size
+        if slot >= cap:
+            slot -= cap
+        fat.set(slot, value)
+        self._times[slot] = time
+        self._size = size + 1
+        self._cache = NO_CACHE
+
+    def _bulk_insert_lifted(self, batch: list[tuple[int, Any]]) -> None:
+        fat = self._fat
+        size = self._size
+        cap = fat.capacity
+        total = size + len(batch)
+        if total > cap:
+            # The capacity a run of single inserts would reach, in one rebuild.
+            while cap < total:
+                cap += cap
+            self._resize(cap, batch)
+            return
+        times = self._times
+        slot = self._front + size
+        if slot >= cap:
+            slot -= cap
+        for time, value in batch:
+            fat.set(slot, value)
+            times[slot] = time
+            slot += 1
+            if slot == cap:
+                slot = 0
+        self._size = total
+        self._cache = NO_CACHE
+
+    # ------------------------------------------------------------------ evict
+    def evict(self) -> None:
+        """Remove the oldest entry; :class:`EmptyWindowError` if empty."""
+        size = self._size
+        if not size:
+            raise EmptyWindowError(f"evict() on an empty {self.name!r} window")
+        fat = self._fat
+        front = self._front
+        fat.set(front, EMPTY)
+        size -= 1
+        self._size = size
+        self._cache = NO_CACHE
+        cap = fat.capacity
+        if not size:
+            self._front = 0
+        else:
+            front += 1
+            self._front = 0 if front == cap else front
+        if 4 * size < cap and cap > self._min_capacity:   # strict < cap/4 (pitfall 8)
+            # If combine fails on a live value, the eviction is done anyway: the shrink only
+            # saves memory, and the error resurfaces at the next query.
+            with suppress(Exception):
+                self._resize(cap >> 1, [])
+
+    def bulk_evict(self, time: int) -> int:
+        """Remove every entry with ``entry.time <= time``; returns how many were removed.
+
+        Writes :data:`EMPTY` to the evicted leaves; their propagation needs ``combine`` only
+        on the O(log n) nodes where evicted and live leaves meet. Shrinks as far as single
+        evictions would, with one rebuild.
+        """
+        if type(time) is not int:
+            time = as_time(time)
+        count = self._count_through(time)
+        if not count:
+            return 0
+        fat = self._fat
+        size = self._size - count
+        cap = fat.capacity
+        new_cap = cap
+        while 4 * size < new_cap and new_cap > self._min_capacity:
+            new_cap >>= 1
+        front = self._front
+        if new_cap != cap or not size:
+            times, values = self._live()
+            try:
+                self._rebuild(new_cap, times[count:], values[count:])
+                return count
+            except Exception:
+                pass    # as in evict: evict without shrinking; the query will raise
+        slot = front
+        for _ in range(count):
+            fat.set(slot, EMPTY)
+            slot += 1
+            if slot == cap:
+                slot = 0
+        self._front = slot
+        self._size = size
+        self._cache = NO_CACHE
+        return count
+
+    def _count_through(self, time: int) -> int:
+        """How many entries have ``entry.time <= time`` (binary search on the two runs)."""
+        size = self._size
+        if not size:
+            return 0
+        times = self._times
+        front = self._front
+        end = front + size
+        cap = self._fat.capacity
+        if end <= cap:
+            return bisect_right(times, time, front, end) - front
+        # Wrapped: slots [front, cap) then [0, end - cap).
+        if times[cap - 1] > time:
+            return bisect_right(times, time, front, cap) - front
+        return cap - front + bisect_right(times, time, 0, end - cap)
+
+    def _count_before(self, time: int) -> int:
+        """How many entries have ``entry.time < time``."""
+        size = self._size
+        if not size:
+            return 0
+        times = self._times
+        front = self._front
+        end = front + size
+        cap = self._fat.capacity
+        if end <= cap:
+            return bisect_left(times, time, front, end) - front
+        if times[cap - 1] >= time:
+            return bisect_left(times, time, front, cap) - front
+        return cap - front + bisect_left(times, time, 0, end - cap)
+
+    # ------------------------------------------------------------------ resize
+    def _resize(self, capacity: int, extra: list[tuple[int, Any]]) -> None:
+        """Rebuild with ``capacity`` leaves holding the live entries then ``extra`` from slot 0
+        (grow, shrink; ``size - 1`` ``combine`` calls)."""
+        times, values = self._live()
+        if extra:
+            times.extend([t for t, _ in extra])
+            values.extend([v for _, v in extra])
+        self._rebuild(capacity, times, values)
+
+    def _rebuild(self, capacity: int, times: list[int], values: list[Any]) -> None:
+        """Make ``times``/``values`` the window, in ``capacity`` leaves from slot 0; nothing
+        changes if ``combine`` raises (``times`` is padded in place)."""
+        self._fat.rebuild(values, capacity)
+        size = len(values)
+        if size < capacity:
+            times.extend([0] * (capacity - size))
+        self._times = times
+        self._front = 0
+        self._size = size
+        self._cache = NO_CACHE
+
+    # ------------------------------------------------------------------ queries
+    def _aggregate(self) -> Any:
+        """Raw aggregate of the window (the identity when empty)."""
+        agg = self._cache
+        if agg is not NO_CACHE:
+            return agg
+        size = self._size
+        if not size:
+            return self._identity
+        fat = self._fat
+        front = self._front
+        cap = fat.capacity
+        if front + size <= cap:
+            agg = fat.aggregate()   # other leaves are EMPTY: the root is the window
+        else:
+            # Inverted buffer (section 5.1.2): back precedes front in slot order.
+            agg = self._combine(fat.suffix(front), fat.prefix(front + size - 1 - cap))
+        self._cache = agg
+        return agg
+
+    def query(self) -> Any:
+        """``lower(v_oldest (+) ... (+) v_youngest)``; ``lower(identity)`` when empty."""
+        return self._lower(self._aggregate())
+
+    def query_since(self, time: int) -> Any:
+        """Lowered aggregate of the entries with ``entry.time >= time``: a binary search and
+        a range aggregate over the tree, O(log n) ``combine`` calls."""
+        if type(time) is not int:
+            time = as_time(time)
+        size = self._size
+        skip = self._count_before(time)
+        if skip == 0:
+            return self._lower(self._aggregate())
+        if skip == size:
+            return self._lower(self._identity)
+        fat = self._fat
+        cap = fat.capacity
+        start = self._front + skip
+        back = self._front + size - 1
+        if back < cap:                        # not wrapped
+            agg = fat.range(start, back)
+        elif start >= cap:                    # the range lies in the wrapped part
+            agg = fat.range(start - cap, back - cap)
+        else:
+            agg = self._combine(fat.suffix(start), fat.prefix(back - cap))
+        return self._lower(agg)
+
