@@ -83,3 +83,10 @@ def test_shared_errors(name: str) -> None:
         with pytest.raises(UnsupportedQueryError, match="fiba"):
             w.query_since(0)
     assert len(w) >= 1 and "entries" in repr(w)
+
+
+def test_the_selection_guide_covers_every_algorithm() -> None:
+    from pathlib import Path
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "algorithms.md").read_text()
+    for name in DESIGN_NAMES:
+        assert f"| `{name}` |" in guide, f"docs/algorithms.md has no row for {name}"
