@@ -25,7 +25,8 @@ def machine_line(payload: dict) -> str:
     m = payload.get("machine", {})
     return (f"_Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores; "
             f"{m.get('implementation', 'Python')} {m.get('python', '?')}; "
-            f"{m.get('os', '?')}; commit {m.get('commit', '?')}; {m.get('date', '?')}._\n")
+            f"{m.get('os', '?')}; commit {m.get('commit', '?')}; {m.get('date', '?')}; "
+            f"load average {m.get('load_average_1min', '?')}; clock: {m.get('clock', 'wall')}._\n")
 
 
 def render() -> Path:
