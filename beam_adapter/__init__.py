@@ -1,0 +1,33 @@
+"""beam_adapter: exact sliding-window aggregation for Apache Beam, as one composite transform.
+
+>>> import apache_beam as beam
+>>> from beam_adapter import SlidingAggregate, sliding
+>>> rows = (keyed                                     # PCollection of (key, value), timestamped
+...         | SlidingAggregate(window=sliding(3_600_000, 60_000),
+...                            aggregations={"worst": {"fn": "max", "field": "delay"}}))
+
+A stateful ``DoFn`` with watermark timers and Beam state drives :class:`adapters.WindowDriver`,
+which does all the deciding; see ``docs/beam.md``.
+"""
+
+from adapters import BadEventError, QuerySpecError
+
+from .dofn import LATE_TAG, METRICS_NAMESPACE, BagLogDoFn, OrderedLogDoFn
+from .state import BagLogState, OrderedLogState
+from .transform import SlidingAggregate, count_window, over, sliding, tumbling
+
+__all__ = [
+    "LATE_TAG",
+    "METRICS_NAMESPACE",
+    "BadEventError",
+    "BagLogDoFn",
+    "BagLogState",
+    "OrderedLogDoFn",
+    "OrderedLogState",
+    "QuerySpecError",
+    "SlidingAggregate",
+    "count_window",
+    "over",
+    "sliding",
+    "tumbling",
+]

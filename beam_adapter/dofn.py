@@ -1,0 +1,266 @@
+"""The stateful ``DoFn`` behind :class:`beam_adapter.SlidingAggregate`.
+
+It only translates between Beam and :class:`adapters.WindowDriver`:
+
+* ``process`` (one ``(key, value)`` element): the event time (element timestamp, exact ms, or
+  the ``time`` extractor) and the value go to ``driver.process``; late events go to the
+  ``late`` tagged output and the ``swag/late_events`` counter.
+* The **wake** timer (``TimeDomain.WATERMARK``, one per key) is kept at the driver's next
+  timer ``N``: set at ``(N - 1) * 1000`` us, it fires once Beam's watermark proves ``W >= N``
+  and calls ``driver.advance_watermark(key, N)``. Unbounded input only: on bounded input
+  Beam's watermark jumps from -inf to +inf at the end, so a wake timer could never fire early.
+* The **end** timer, set once per key at the end of the global window, fires only at the end
+  of input and calls ``driver.advance_watermark(key, END_OF_INPUT)``: everything left is
+  emitted in one release.
+* State: ``adapters.KeyState`` views over Beam state (:mod:`beam_adapter.state`).
+
+Rows leave with the window's timestamp (``end - 1 us``; OVER rows: the event's timestamp),
+or with ``timestamps="emission"`` never earlier than the firing timer (see ``docs/beam.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.pvalue import TaggedOutput
+from apache_beam.transforms.timeutil import TimeDomain
+from apache_beam.transforms.userstate import TimerSpec, on_timer
+from apache_beam.transforms.window import TimestampedValue
+from apache_beam.utils.timestamp import Timestamp
+
+from adapters import END_OF_INPUT, BadEventError, WindowDriver
+from adapters.specs import get_field
+
+from . import _time
+from .state import BAG_LOG_SPEC, META_SPEC, ORDERED_LOG_SPEC, BagLogState, OrderedLogState
+
+#: Metrics namespace of the adapter's counters (``late_events``, ``rows``).
+METRICS_NAMESPACE = "swag"
+#: Tag of the late-events output.
+LATE_TAG = "late"
+
+# A TimerSpec takes one callback, so each DoFn class has its own pair.
+_WAKE_ORDERED = TimerSpec("swag_wake", TimeDomain.WATERMARK)
+_END_ORDERED = TimerSpec("swag_end", TimeDomain.WATERMARK)
+_WAKE_BAG = TimerSpec("swag_wake", TimeDomain.WATERMARK)
+_END_BAG = TimerSpec("swag_end", TimeDomain.WATERMARK)
+_END_TS = Timestamp(micros=_time.GLOBAL_MAX_MICROS)
+# DoFn parameter defaults (Beam's idiom), as module-level singletons.
+_TS = beam.DoFn.TimestampParam
+_KEY = beam.DoFn.KeyParam
+_META = beam.DoFn.StateParam(META_SPEC)
+_ORDERED_LOG = beam.DoFn.StateParam(ORDERED_LOG_SPEC)
+_BAG_LOG = beam.DoFn.StateParam(BAG_LOG_SPEC)
+_WAKE_ORDERED_P = beam.DoFn.TimerParam(_WAKE_ORDERED)
+_END_ORDERED_P = beam.DoFn.TimerParam(_END_ORDERED)
+_WAKE_BAG_P = beam.DoFn.TimerParam(_WAKE_BAG)
+_END_BAG_P = beam.DoFn.TimerParam(_END_BAG)
+_UNKNOWN = object()
+#: Bound of the per-instance "which wake timer is set" memo (dropping it only costs a
+#: redundant timer write).
+_ARMED_LIMIT = 1 << 16
+
+
+class _SwagDoFnBase(beam.DoFn):
+    """Shared logic; the subclasses only declare which state cells the methods receive."""
+
+    _view_class: type[OrderedLogState] | type[BagLogState]
+
+    def __init__(self, query: dict[str, Any], *, algorithm: str | None,
+                 max_cached_keys: int | None, time: str | Callable[[Any], Any] | None,
+                 wake_timers: bool, timestamps: str) -> None:
+        super().__init__()
+        self._query = query
+        self._algorithm = algorithm
+        self._max_cached_keys = max_cached_keys
+        self._time = time
+        self._wake_timers = wake_timers
+        self._emission_ts = timestamps == "emission"
+
+    # ------------------------------------------------------------------ lifecycle
+    def setup(self) -> None:
+        for fn in _combine_fns(self._query):
+            fn.setup()
+        time_field = self._time if isinstance(self._time, str) else "timestamp"
+        self._driver = WindowDriver(self._query, algorithm=self._algorithm,
+                                    max_cached_keys=self._max_cached_keys,
+                                    time_field=time_field)
+        self._armed: dict[Any, tuple[bytes | None, int | None]] = {}
+        self._late_counter = Metrics.counter(METRICS_NAMESPACE, "late_events")
+        self._rows_counter = Metrics.counter(METRICS_NAMESPACE, "rows")
+        extractor = self._time
+        if extractor is None:
+            self._extract: Callable[[Any, Any, Timestamp], Any] | None = None
+        elif isinstance(extractor, str):
+            name = extractor
+
+            def by_field(key: Any, value: Any, ts: Timestamp) -> Any:
+                try:
+                    return _time.to_ms(get_field(value, name))
+                except (KeyError, AttributeError, TypeError):
+                    raise BadEventError(f"key {key!r}: the event has no time field {name!r}: "
+                                        f"{value!r:.100}", key=key, field=name) from None
+                except ValueError as exc:
+                    raise BadEventError(f"key {key!r}: time field {name!r}: {exc}", key=key,
+                                        field=name) from None
+            self._extract = by_field
+        else:
+            fn = extractor
+
+            def by_function(key: Any, value: Any, ts: Timestamp) -> Any:
+                try:
+                    return _time.to_ms(fn(value))
+                except BadEventError:
+                    raise
+                except Exception as exc:
+                    raise BadEventError(f"key {key!r}: the time function failed on "
+                                        f"{value!r:.100}: {exc!r}", key=key,
+                                        field="time") from exc
+            self._extract = by_function
+
+    def teardown(self) -> None:
+        for fn in _combine_fns(self._query):
+            fn.teardown()
+
+    # ------------------------------------------------------------------ element and timers
+    def _on_element(self, element: Any, ts: Timestamp, meta: Any, log: Any, wake: Any,
+                    end: Any) -> Iterator[Any]:
+        try:
+            key, value = element
+        except (TypeError, ValueError):
+            raise BadEventError(f"SlidingAggregate needs (key, value) elements, got "
+                                f"{element!r:.100}") from None
+        extract = self._extract
+        time = _time.timestamp_ms(ts, key) if extract is None else extract(key, value, ts)
+        view = self._view_class(meta, log)
+        out = self._driver.process(key, ((time, value),), view)
+        if view.meta_read is None:
+            end.set(_END_TS)  # first call for this key: the end-of-input timer, once
+        if self._wake_timers:
+            self._arm(key, view, out.timers.get(key), wake, fired=False)
+        if out.late:
+            self._late_counter.inc(len(out.late))
+            for ev in out.late:
+                yield TaggedOutput(LATE_TAG, (key, ev.value))
+        if out.rows:
+            yield from self._emit(out.rows, None)
+
+    def _on_wake(self, key: Any, ts: Timestamp, meta: Any, log: Any, wake: Any
+                 ) -> Iterator[Any]:
+        view = self._view_class(meta, log)
+        out = self._driver.advance_watermark(key, _time.fired_watermark(ts), view)
+        self._arm(key, view, out.timers.get(key), wake, fired=True)
+        return self._emit(out.rows, ts.micros)
+
+    def _on_end(self, key: Any, ts: Timestamp, meta: Any, log: Any, wake: Any
+                ) -> Iterator[Any]:
+        view = self._view_class(meta, log)
+        out = self._driver.advance_watermark(key, END_OF_INPUT, view)
+        if self._wake_timers:
+            wake.clear()
+            self._armed.pop(key, None)
+        return self._emit(out.rows, ts.micros)
+
+    # ------------------------------------------------------------------ helpers
+    def _arm(self, key: Any, view: Any, n: int | None, wake: Any, fired: bool) -> None:
+        """Keep the key's wake timer at the driver's next timer ``n`` (one Beam timer per
+        key; rewritten only when it changes)."""
+        target = None if n is None else _time.timer_micros(n)
+        if fired:
+            current: Any = None  # a fired timer is no longer set
+        else:
+            memo = self._armed.get(key)
+            # The memo is valid only if the state is the one this instance last wrote (a
+            # restore, or another worker, changes the meta and its nonce).
+            current = memo[1] if memo is not None and memo[0] == view.meta_read else _UNKNOWN
+        if target != current:
+            if target is None:
+                wake.clear()
+            else:
+                wake.set(Timestamp(micros=target))
+        armed = self._armed
+        if len(armed) >= _ARMED_LIMIT and key not in armed:
+            armed.clear()
+        armed[key] = (view.meta_written, target)
+
+    def _emit(self, rows: list[dict[str, Any]], fired_micros: int | None) -> Iterator[Any]:
+        if not rows:
+            return
+        self._rows_counter.inc(len(rows))
+        floor = fired_micros if self._emission_ts and fired_micros is not None else None
+        row_micros = _time.row_micros
+        for row in rows:
+            micros = row_micros(row)
+            if floor is not None and micros < floor:
+                micros = floor
+            yield TimestampedValue(row, Timestamp(micros=micros))
+
+
+class OrderedLogDoFn(_SwagDoFnBase):
+    """The adapter with its event log in ``OrderedListState``."""
+
+    _view_class = OrderedLogState
+
+    def process(self, element: Any, ts: Any = _TS,
+                meta: Any = _META,
+                log: Any = _ORDERED_LOG,
+                wake: Any = _WAKE_ORDERED_P,
+                end: Any = _END_ORDERED_P) -> Iterator[Any]:
+        return self._on_element(element, ts, meta, log, wake, end)
+
+    @on_timer(_WAKE_ORDERED)
+    def on_wake(self, key: Any = _KEY, ts: Any = _TS,
+                meta: Any = _META,
+                log: Any = _ORDERED_LOG,
+                wake: Any = _WAKE_ORDERED_P) -> Iterator[Any]:
+        return self._on_wake(key, ts, meta, log, wake)
+
+    @on_timer(_END_ORDERED)
+    def on_end(self, key: Any = _KEY, ts: Any = _TS,
+               meta: Any = _META,
+               log: Any = _ORDERED_LOG,
+               wake: Any = _WAKE_ORDERED_P) -> Iterator[Any]:
+        return self._on_end(key, ts, meta, log, wake)
+
+
+class BagLogDoFn(_SwagDoFnBase):
+    """The adapter with its event log in ``BagState`` (runners without ordered lists)."""
+
+    _view_class = BagLogState
+
+    def process(self, element: Any, ts: Any = _TS,
+                meta: Any = _META,
+                log: Any = _BAG_LOG,
+                wake: Any = _WAKE_BAG_P,
+                end: Any = _END_BAG_P) -> Iterator[Any]:
+        return self._on_element(element, ts, meta, log, wake, end)
+
+    @on_timer(_WAKE_BAG)
+    def on_wake(self, key: Any = _KEY, ts: Any = _TS,
+                meta: Any = _META,
+                log: Any = _BAG_LOG,
+                wake: Any = _WAKE_BAG_P) -> Iterator[Any]:
+        return self._on_wake(key, ts, meta, log, wake)
+
+    @on_timer(_END_BAG)
+    def on_end(self, key: Any = _KEY, ts: Any = _TS,
+               meta: Any = _META,
+               log: Any = _BAG_LOG,
+               wake: Any = _WAKE_BAG_P) -> Iterator[Any]:
+        return self._on_end(key, ts, meta, log, wake)
+
+
+def _combine_fns(query: dict[str, Any]) -> list[Any]:
+    """The Beam ``CombineFn`` objects among a query's aggregations (they need ``setup``)."""
+    out = []
+    for spec in query.get("aggregations", {}).values():
+        obj = spec[1] if isinstance(spec, tuple) and len(spec) == 2 else spec
+        if isinstance(obj, beam.CombineFn):
+            out.append(obj)
+    return out
+
+
+__all__ = ["LATE_TAG", "METRICS_NAMESPACE", "BagLogDoFn", "OrderedLogDoFn"]

@@ -1,0 +1,182 @@
+"""``SlidingAggregate``: exact sliding, tumbling, per-event (OVER), count and policy windows over
+a keyed Beam ``PCollection``, as one composite transform.
+
+The transform only translates; :class:`adapters.WindowDriver` decides (lateness, release,
+emission, eviction, state layout). See ``docs/beam.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindows
+from apache_beam.typehints.typehints import coerce_to_kv_type
+
+from adapters import WindowDriver, parse_query
+
+from . import _time
+from .dofn import LATE_TAG, BagLogDoFn, OrderedLogDoFn
+
+STATE_CHOICES = ("auto", "ordered_list", "bag")
+TIMESTAMP_CHOICES = ("window", "emission")
+
+
+# ----------------------------------------------------------------------------- windows
+def sliding(range: Any, slide: Any, offset: Any = 0) -> dict[str, Any]:
+    """Sliding windows ``[start, start + range)`` every ``slide`` (durations: integer ms,
+    ``datetime.timedelta`` or Beam ``Duration``), like Beam's ``SlidingWindows``."""
+    return {"kind": "sliding", "range": _time.duration_ms(range, "range"),
+            "slide": _time.duration_ms(slide, "slide"),
+            "offset": _time.duration_ms(offset, "offset")}
+
+
+def tumbling(size: Any, offset: Any = 0) -> dict[str, Any]:
+    """Tumbling windows (``FixedWindows``): sliding with ``slide == size``."""
+    return {"kind": "tumbling", "size": _time.duration_ms(size, "size"),
+            "offset": _time.duration_ms(offset, "offset")}
+
+
+def over(range: Any) -> dict[str, Any]:
+    """Per-event windows: for each event at t, the key's events in ``[t - range, t]``."""
+    return {"kind": "over", "range": _time.duration_ms(range, "range")}
+
+
+def count_window(size: int, every: int = 1) -> dict[str, Any]:
+    """The key's last ``size`` events, emitted after every ``every``-th event."""
+    return {"kind": "count", "size": size, "every": every}
+
+
+_DURATIONS = {"sliding": ("range", "slide", "offset"), "tumbling": ("size", "offset"),
+              "over": ("range",)}
+
+
+def _normalize_window(spec: Any, path: str) -> Any:
+    if isinstance(spec, Mapping) and spec.get("kind") in _DURATIONS:
+        spec = dict(spec)
+        for name in _DURATIONS[spec["kind"]]:
+            if name in spec:
+                spec[name] = _time.duration_ms(spec[name], f"{path}.{name}")
+    return spec  # spec objects (adapters.SlidingWindow ...) are used as they are
+
+
+# ----------------------------------------------------------------------------- transform
+class SlidingAggregate(beam.PTransform):
+    """Exact window aggregates over a keyed ``PCollection`` of ``(key, value)`` elements.
+
+    Args:
+        window: one window spec: :func:`sliding`, :func:`tumbling`, :func:`over`,
+            :func:`count_window`, an ``adapters`` spec object, or the dict form
+            (``{"kind": "sliding", "range": R, "slide": S}``; durations in ms).
+        aggregations: ``{output name: spec}``: ``{"fn": "max", "field": "delay"}`` and the
+            other built-ins of ``docs/adapters.md``, a ``swag_core.Aggregation``, a pair
+            ``(field, aggregation)``, or a Beam ``CombineFn`` (alone: applied to the whole
+            value; or as ``(field, combine_fn)``). A ``CombineFn``'s ``merge_accumulators``
+            must be associative; it need not be commutative.
+        windows: several window specs instead of ``window`` (rows carry ``"window"``: the
+            spec's index). All specs share one structure per key.
+        allowed_lateness: L (integer ms, ``timedelta`` or ``Duration``): an event older than
+            ``watermark - L`` is late (side output ``late``, counter ``swag/late_events``);
+            windows are emitted once ``watermark - L`` has passed them.
+        time: where the event time comes from: ``None`` (default) the element timestamp,
+            which must be a whole number of milliseconds; a field name of the value; or a
+            function ``value -> time`` returning integer ms, a Beam ``Timestamp`` or a
+            ``datetime``.
+        algorithm: force a ``swag_core`` algorithm (default: the selection guide).
+        state: ``"ordered_list"`` (event log in ``OrderedListState``), ``"bag"``
+            (``BagState``: for runners without ordered lists; removal costs O(retained)), or
+            ``"auto"``: ``"bag"`` on the DirectRunner with unbounded input (its streaming
+            runner has no ``OrderedListState``), ``"ordered_list"`` otherwise.
+        timestamps: ``"window"`` (default): a row's timestamp is ``end - 1 us`` (Beam's
+            ``IntervalWindow.max_timestamp()``, where ``CombinePerKey`` puts results; OVER
+            rows: the event's timestamp). ``"emission"``: never earlier than the timer that
+            emitted the row, so rows are never behind the transform's output watermark
+            (matters with ``allowed_lateness > 0`` and downstream event-time windowing).
+        max_cached_keys: bound of the per-worker structure cache (``None``: unbounded).
+        with_late_output: return ``result`` with ``result.rows`` and ``result.late``
+            (``(key, value)`` elements with their original timestamps) instead of the rows
+            alone.
+
+    Output: one dict per window and key, ``{"window", "key", "start", "end", **aggregates}``
+    (per-event windows: ``{"window", "key", "time", "event", **aggregates}``), start/end/time
+    in integer ms, emitted once, when final.
+    """
+
+    def __init__(self, window: Any = None, aggregations: Mapping[str, Any] | Any = None, *,
+                 windows: Sequence[Any] | None = None, allowed_lateness: Any = 0,
+                 time: str | Callable[[Any], Any] | None = None, algorithm: str | None = None,
+                 state: str = "auto", timestamps: str = "window",
+                 max_cached_keys: int | None = None, with_late_output: bool = False,
+                 label: str | None = None) -> None:
+        super().__init__(label)
+        if (window is None) == (windows is None):
+            raise ValueError("give exactly one of window=... or windows=[...]")
+        if aggregations is None:
+            raise ValueError("aggregations=... is required")
+        if state not in STATE_CHOICES:
+            raise ValueError(f"state must be one of {STATE_CHOICES}, got {state!r}")
+        if timestamps not in TIMESTAMP_CHOICES:
+            raise ValueError(f"timestamps must be one of {TIMESTAMP_CHOICES}, got "
+                             f"{timestamps!r}")
+        if time is not None and not (isinstance(time, str) or callable(time)):
+            raise TypeError(f"time must be None, a field name or a function, got {time!r}")
+        specs = [window] if windows is None else list(windows)
+        self.query: dict[str, Any] = {
+            "windows": [_normalize_window(w, f"windows[{i}]") for i, w in enumerate(specs)],
+            "aggregations": dict(aggregations) if isinstance(aggregations, Mapping)
+            else aggregations,
+            "allowed_lateness": _time.duration_ms(allowed_lateness, "allowed_lateness"),
+        }
+        if not isinstance(self.query["aggregations"], Mapping):
+            agg = self.query["aggregations"]
+            name = getattr(agg, "name", None) or type(agg).__name__
+            self.query["aggregations"] = {name: agg}
+        # Validate now (QuerySpecError names the bad field at pipeline construction), and
+        # check that the algorithm fits.
+        WindowDriver(parse_query(self.query), algorithm=algorithm)
+        self.algorithm = algorithm
+        self.time = time
+        self.state = state
+        self.timestamps = timestamps
+        self.max_cached_keys = max_cached_keys
+        self.with_late_output = with_late_output
+
+    def _state_kind(self, pcoll: beam.PCollection) -> str:
+        if self.state != "auto":
+            return self.state
+        from apache_beam.runners.direct.direct_runner import (
+            BundleBasedDirectRunner,
+            SwitchingDirectRunner,
+        )
+        runner = getattr(pcoll.pipeline, "runner", None)
+        if isinstance(runner, BundleBasedDirectRunner):
+            return "bag"
+        if isinstance(runner, SwitchingDirectRunner) and not pcoll.is_bounded:
+            return "bag"  # it will run on the BundleBasedDirectRunner
+        return "ordered_list"
+
+    def expand(self, pcoll: beam.PCollection) -> Any:
+        windowfn = pcoll.windowing.windowfn
+        if not isinstance(windowfn, GlobalWindows):
+            pcoll = pcoll | "Into global window" >> beam.WindowInto(GlobalWindows())
+        try:
+            coerce_to_kv_type(pcoll.element_type)
+        except ValueError:
+            # e.g. beam.Create([TimestampedValue(...)]) infers TimestampedValue: declare the
+            # (key, value) pairs the stateful DoFn needs (it checks each element anyway).
+            pcoll = pcoll | "As (key, value)" >> beam.Map(_identity).with_output_types(
+                tuple[Any, Any])
+        cls = BagLogDoFn if self._state_kind(pcoll) == "bag" else OrderedLogDoFn
+        dofn = cls(self.query, algorithm=self.algorithm, max_cached_keys=self.max_cached_keys,
+                   time=self.time, wake_timers=not pcoll.is_bounded,
+                   timestamps=self.timestamps)
+        result = pcoll | "Windows" >> beam.ParDo(dofn).with_outputs(LATE_TAG, main="rows")
+        return result if self.with_late_output else result.rows
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+__all__ = ["SlidingAggregate", "count_window", "over", "sliding", "tumbling"]

@@ -1,0 +1,164 @@
+"""The conformance corpus through Beam, as engines for ``tests/conformance/runner.py``
+(``engine(scenario) -> {"rows": [...], "late": {...}}``).
+
+Both build a pipeline around :class:`beam_adapter.SlidingAggregate` with the scenario's
+windows and aggregations; events are ``(key, value)`` elements whose Beam timestamp is the
+event time (``time * 1000`` us). A time Beam cannot represent (null, ``"ten"``) becomes an
+element without a timestamp (``MIN_TIMESTAMP``), which the adapter rejects with
+``BadEventError``; a decimal-string time (``"1000"``) becomes that timestamp.
+
+* **Batch** (:func:`batch_engine`): ``beam.Create`` on the ``FnApiRunner`` (what the
+  DirectRunner runs batch pipelines on): every event, then the end of input. It runs the
+  scenarios whose expected result does not depend on the watermark steps
+  (:func:`batch_eligible`).
+* **Streaming** (:func:`streaming_engine`): a ``TestStream`` replays the steps, events in
+  arrival order and ``advance_watermark_to(W * 1000 us)`` for each watermark step (``"end"``:
+  to infinity), on the ``BundleBasedDirectRunner`` (what the DirectRunner runs ``TestStream``
+  pipelines on). A ``TestStream`` always ends with the watermark at infinity, but a scenario
+  that stops without ``"end"`` must only see what its last watermark ``W`` released: the
+  transform runs with ``timestamps="emission"``, where a row is never stamped earlier than
+  the timer that emitted it. Rows released while the watermark was at most ``W`` carry a
+  timestamp ``< W * 1000`` us (a wake timer for ``N <= W`` is at ``(N - 1) * 1000``, a row's own
+  timestamp is ``end * 1000 - 1`` with ``end <= W``); rows released by the final jump carry
+  ``>= W * 1000`` and are dropped. A timer that fires too late is therefore still caught.
+
+Beam-late events (``time < watermark`` when the ``TestStream`` adds them) are not ordered
+with later watermark advances (they do not hold the watermark), and a Python stateful
+``DoFn`` cannot read the input watermark: see :func:`beam_late_events` and
+``docs/beam.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.testing.test_stream import TestStream
+from apache_beam.transforms.window import TimestampedValue
+from apache_beam.utils.timestamp import MIN_TIMESTAMP, Timestamp
+
+from beam_adapter import SlidingAggregate
+from tests.beam import sink
+from tests.conformance.oracle import expected
+from tests.conformance.runner import compare
+
+logging.getLogger("apache_beam").setLevel(logging.ERROR)
+
+
+def beam_timestamp(time: Any) -> Timestamp:
+    """The element timestamp carrying an event time (``MIN_TIMESTAMP``: none)."""
+    if isinstance(time, str):
+        try:
+            time = int(time.strip())
+        except ValueError:
+            return MIN_TIMESTAMP
+    if isinstance(time, float) and time.is_integer():
+        time = int(time)
+    if type(time) is not int:
+        return MIN_TIMESTAMP
+    return Timestamp(micros=time * 1000)
+
+
+def _events(scenario: dict[str, Any]) -> list[list[Any]]:
+    return [ev for step in scenario["steps"] for ev in step.get("events", ())]
+
+
+def batch_eligible(scenario: dict[str, Any]) -> bool:
+    """True when the expected result equals that of every event followed by the end of
+    input (what a batch run computes)."""
+    if scenario.get("expect_error"):
+        return True
+    as_batch = dict(scenario, steps=[{"events": _events(scenario)}, {"watermark": "end"}])
+    return compare(expected(scenario), expected(as_batch)) is None
+
+
+def _transform(scenario: dict[str, Any], **options: Any) -> SlidingAggregate:
+    q = scenario["query"]
+    return SlidingAggregate(windows=q["windows"], aggregations=q["aggregations"],
+                            allowed_lateness=q.get("allowed_lateness", 0),
+                            algorithm=q.get("algorithm"), with_late_output=True, **options)
+
+
+def _result(run: int, late_run: int, cutoff: int | None) -> dict[str, Any]:
+    """Rows (those stamped before ``cutoff`` us when given), late counts, and the late
+    events themselves (``late_events``: ``[key, time, value]``, the time from the element's
+    timestamp)."""
+    rows = [row for row, micros in sink.take(run) if cutoff is None or micros < cutoff]
+    late_events = [[key, micros // 1000, value] for (key, value), micros in sink.take(late_run)]
+    late = Counter(ev[0] for ev in late_events)
+    return {"rows": rows, "late": dict(late), "late_events": late_events}
+
+
+def beam_late_events(scenario: dict[str, Any]) -> list[list[Any]]:
+    """Events whose time is behind the watermark when they are added (late for Beam)."""
+    out = []
+    watermark: float = -math.inf
+    for step in scenario["steps"]:
+        if "events" in step:
+            for ev in step["events"]:
+                micros = beam_timestamp(ev[1]).micros
+                if micros != MIN_TIMESTAMP.micros and micros < watermark * 1000:
+                    out.append(ev)
+        else:
+            w = step["watermark"]
+            watermark = max(watermark, math.inf if w == "end" else w)
+    return out
+
+
+def batch_engine(scenario: dict[str, Any], **options: Any) -> dict[str, Any]:
+    """Every event through ``beam.Create`` and the ``FnApiRunner`` (batch)."""
+    elements = [TimestampedValue((key, value), beam_timestamp(time))
+                for key, time, value in _events(scenario)]
+    run, late_run = sink.new_run(), sink.new_run()
+    try:
+        with beam.Pipeline(runner=FnApiRunner()) as p:
+            out = (p | "Events" >> beam.Create(elements, reshuffle=False)
+                   | "Aggregate" >> _transform(scenario, **options))
+            _ = out.rows | "Rows" >> beam.ParDo(sink.Collect(run))
+            _ = out.late | "Late" >> beam.ParDo(sink.Collect(late_run))
+        return _result(run, late_run, None)
+    finally:
+        sink.discard(run, late_run)
+
+
+def streaming_engine(scenario: dict[str, Any], **options: Any) -> dict[str, Any]:
+    """The steps through a ``TestStream`` on the ``BundleBasedDirectRunner`` (streaming)."""
+    stream = TestStream()
+    watermark: Any = None
+    ends = False
+    for step in scenario["steps"]:
+        if "events" in step:
+            if step["events"]:
+                stream.add_elements([TimestampedValue((key, value), beam_timestamp(time))
+                                     for key, time, value in step["events"]])
+            continue
+        w = step["watermark"]
+        if w == "end":
+            ends = True
+            stream.advance_watermark_to_infinity()
+            break
+        if watermark is None or w > watermark:
+            watermark = w
+            stream.advance_watermark_to(Timestamp(micros=w * 1000))
+    run, late_run = sink.new_run(), sink.new_run()
+    opts = PipelineOptions()
+    opts.view_as(StandardOptions).streaming = True
+    options.setdefault("timestamps", "emission")
+    try:
+        with beam.Pipeline(runner=BundleBasedDirectRunner(), options=opts) as p:
+            out = (p | "Events" >> stream | "Aggregate" >> _transform(scenario, **options))
+            _ = out.rows | "Rows" >> beam.ParDo(sink.Collect(run))
+            _ = out.late | "Late" >> beam.ParDo(sink.Collect(late_run))
+        if ends:
+            cutoff = None
+        else:
+            cutoff = MIN_TIMESTAMP.micros if watermark is None else watermark * 1000
+        return _result(run, late_run, cutoff)
+    finally:
+        sink.discard(run, late_run)
