@@ -1,0 +1,278 @@
+"""Spark types <-> the driver's plain Python values, and the output schema of aggregations.
+
+Between Spark and the Python workers everything travels as JSON text made by Spark itself
+(``to_json``) and parsed back by Spark (``from_json``). This keeps values exact where the
+pandas conversion would not be (a nullable ``long`` column arrives in pandas as ``float64``:
+nulls become NaN and values above 2**53 lose precision; timestamps arrive as tz-naive local
+time). Before ``to_json`` the adapter turns timestamps into integer microseconds and dates
+into integer days; after ``from_json`` it turns them back (:func:`restore`).
+
+This module imports only ``pyspark.sql.types``/``functions`` (no JVM needed to import it).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from adapters.specs import AggSpec
+
+INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
+FLOATING = (FloatType, DoubleType)
+
+
+class SparkTypeError(TypeError):
+    """A column has a type the adapter cannot carry (the message names the column)."""
+
+
+# ----------------------------------------------------------------------------- to JSON
+def json_type(dt: DataType, column: str, output: bool = False) -> DataType:
+    """The type a value of ``dt`` has inside the adapter's JSON (timestamps -> long micros,
+    dates -> int days); raises :class:`SparkTypeError` for unsupported types. ``output``:
+    the type of an aggregate (binary allowed: written as base64, read by ``from_json``)."""
+    if output and isinstance(dt, BinaryType):
+        return dt
+    if isinstance(dt, TimestampType):
+        return LongType()
+    if isinstance(dt, DateType):
+        return IntegerType()
+    if isinstance(dt, (*INTEGRAL, *FLOATING, BooleanType, StringType)):
+        return dt
+    if isinstance(dt, ArrayType):
+        return ArrayType(json_type(dt.elementType, column, output), dt.containsNull)
+    if isinstance(dt, StructType):
+        return StructType([StructField(f.name, json_type(f.dataType, f"{column}.{f.name}",
+                                                         output), f.nullable)
+                           for f in dt.fields])
+    raise SparkTypeError(
+        f"column {column!r} has type {dt.simpleString()}, which swag cannot carry through "
+        f"its window state; supported: boolean, integral, float, double, string, timestamp, "
+        f"date, and arrays/structs of them (cast it, e.g. decimal -> double)")
+
+
+def to_json_column(col: Column, dt: DataType) -> Column:
+    """``col`` (of type ``dt``) converted to its :func:`json_type` form."""
+    if isinstance(dt, TimestampType):
+        return F.unix_micros(col)
+    if isinstance(dt, DateType):
+        return F.unix_date(col)
+    if isinstance(dt, ArrayType) and _needs_conversion(dt.elementType):
+        return F.transform(col, lambda x: to_json_column(x, dt.elementType))
+    if isinstance(dt, StructType) and _needs_conversion(dt):
+        return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*[
+            to_json_column(col.getField(f.name), f.dataType).alias(f.name)
+            for f in dt.fields]))
+    return col
+
+
+def restore(col: Column, dt: DataType) -> Column:
+    """Inverse of :func:`to_json_column`: a column of ``json_type(dt)`` back to ``dt``."""
+    if isinstance(dt, TimestampType):
+        return F.timestamp_micros(col)
+    if isinstance(dt, DateType):
+        return F.date_from_unix_date(col)
+    if isinstance(dt, ArrayType) and _needs_conversion(dt.elementType):
+        return F.transform(col, lambda x: restore(x, dt.elementType))
+    if isinstance(dt, StructType) and _needs_conversion(dt):
+        return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*[
+            restore(col.getField(f.name), f.dataType).alias(f.name) for f in dt.fields]))
+    return col
+
+
+def _needs_conversion(dt: DataType) -> bool:
+    if isinstance(dt, (TimestampType, DateType)):
+        return True
+    if isinstance(dt, ArrayType):
+        return _needs_conversion(dt.elementType)
+    if isinstance(dt, StructType):
+        return any(_needs_conversion(f.dataType) for f in dt.fields)
+    return False
+
+
+# ----------------------------------------------------------------------------- JSON fix-ups
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _float(x: Any) -> Any:
+    # Spark's to_json writes NaN and the infinities as the strings "NaN", "Infinity".
+    if type(x) is str:
+        return _NON_FINITE.get(x, x)
+    return x
+
+
+def json_fixer(dt: DataType) -> Callable[[Any], Any] | None:
+    """A function repairing what ``json.loads`` makes of Spark's ``to_json`` output for a
+    value of (JSON) type ``dt`` (non-finite floats), or ``None`` if nothing needs repair."""
+    if isinstance(dt, FLOATING):
+        return _float
+    if isinstance(dt, ArrayType):
+        inner = json_fixer(dt.elementType)
+        if inner is None:
+            return None
+        f = inner
+
+        def fix_array(x: Any) -> Any:
+            return x if x is None else [f(v) for v in x]
+        return fix_array
+    if isinstance(dt, StructType):
+        fixers = [(fld.name, json_fixer(fld.dataType)) for fld in dt.fields]
+        todo = [(name, f) for name, f in fixers if f is not None]
+        if not todo:
+            return None
+
+        def fix_struct(x: Any) -> Any:
+            if x is None:
+                return None
+            for name, f in todo:
+                if name in x:
+                    x[name] = f(x[name])
+            return x
+        return fix_struct
+    return None
+
+
+# ----------------------------------------------------------------------------- durations
+_UNITS_MS = {
+    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
+    "h": 3_600_000, "hr": 3_600_000, "hrs": 3_600_000, "hour": 3_600_000,
+    "hours": 3_600_000,
+    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+    "w": 604_800_000, "week": 604_800_000, "weeks": 604_800_000,
+}
+
+
+def duration_ms(value: Any, what: str) -> int:
+    """A duration in integer milliseconds from an int (ms), a ``datetime.timedelta`` or a
+    Spark-style interval string (``"1 hour"``, ``"5 minutes"``, ``"1 hour 30 minutes"``,
+    ``"10s"``, ``"interval 2 days"``)."""
+    import datetime
+    import re
+
+    if isinstance(value, bool):
+        raise ValueError(f"{what}: expected a duration, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, datetime.timedelta):
+        us = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+        if us % 1000:
+            raise ValueError(f"{what}: {value!r} is not a whole number of milliseconds")
+        return us // 1000
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text.startswith("interval"):
+            text = text[len("interval"):].strip()
+        parts = re.findall(r"(-?\d+(?:\.\d+)?)\s*([a-z]+)", text)
+        rest = re.sub(r"(-?\d+(?:\.\d+)?)\s*([a-z]+)", "", text).strip()
+        if parts and not rest:
+            total = 0.0
+            for number, unit in parts:
+                if unit not in _UNITS_MS:
+                    break
+                total += float(number) * _UNITS_MS[unit]
+            else:
+                if total.is_integer():
+                    return int(total)
+                raise ValueError(f"{what}: {value!r} is not a whole number of milliseconds")
+    raise ValueError(f"{what}: expected milliseconds (int), a timedelta or an interval string "
+                     f"like '1 hour' or '5 minutes', got {value!r}")
+
+
+# ----------------------------------------------------------------------------- outputs
+def _field_type(fields: Mapping[str, DataType], name: str, agg: str) -> DataType:
+    if name not in fields:
+        known = ", ".join(fields) or "none"
+        raise SparkTypeError(f"aggregation {agg!r} reads column {name!r}, which is not in the "
+                             f"input DataFrame (value columns: {known})")
+    return fields[name]
+
+
+def aggregate_type(spec: AggSpec, raw: Any, fields: Mapping[str, DataType],
+                   output_types: Mapping[str, Any]) -> DataType:
+    """The Spark type of output column ``spec.name``, in terms of the *original* column types
+    (``fields``: value column name -> Spark type). ``raw`` is the user's spec (a dict for the
+    built-in aggregations). ``output_types`` overrides (and is required for custom
+    aggregation objects)."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    if spec.name in output_types:
+        t = output_types[spec.name]
+        return _parse_datatype_string(t) if isinstance(t, str) else t
+    fn = spec.fn
+    if fn is None:
+        raise SparkTypeError(
+            f"aggregation {spec.name!r} is a custom aggregation: give its Spark result type "
+            f"in output_types={{{spec.name!r}: 'double'}} (a DDL string or a DataType)")
+    if fn == "count":
+        return LongType()
+    if fn in ("mean", "variance", "stddev", "geomean"):
+        return DoubleType()
+    if fn == "bloom":
+        return BinaryType()
+    assert spec.field is not None
+    ft = _field_type(fields, spec.field, spec.name)
+    if fn == "sum":
+        if isinstance(ft, INTEGRAL):
+            return LongType()
+        if isinstance(ft, FLOATING):
+            return DoubleType()
+        raise SparkTypeError(f"aggregation {spec.name!r}: sum needs a numeric column, "
+                             f"{spec.field!r} is {ft.simpleString()}")
+    if fn in ("min", "max", "first", "last"):
+        return ft
+    if fn == "collect":
+        return ArrayType(ft, True)
+    if fn in ("mincount", "maxcount"):
+        return StructType([StructField("value", ft, True), StructField("count", LongType())])
+    if fn in ("argmin", "argmax"):
+        result = raw.get("result") if isinstance(raw, Mapping) else None
+        if result is not None:
+            return _field_type(fields, result, spec.name)
+        return StructType([StructField(n, t, True) for n, t in fields.items()])
+    raise SparkTypeError(f"aggregation {spec.name!r}: no Spark type known for fn {fn!r}; "
+                         f"give it in output_types")
+
+
+def aggregate_encoder(spec: AggSpec, dt: DataType) -> Callable[[Any], Any] | None:
+    """How a lowered aggregate becomes JSON that ``from_json`` reads as ``dt``, or ``None``
+    when it already is."""
+    if isinstance(dt, BinaryType):
+        def encode_binary(x: Any) -> Any:
+            if x is None:
+                return None
+            data = x.to_bytes() if hasattr(x, "to_bytes") else bytes(x)
+            return base64.b64encode(data).decode("ascii")
+        return encode_binary
+    if spec.fn in ("mincount", "maxcount"):
+        def encode_pair(x: Any) -> Any:
+            return None if x is None else {"value": x[0], "count": x[1]}
+        return encode_pair
+    if isinstance(dt, MapType):
+        return None
+    return None

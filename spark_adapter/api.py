@@ -1,0 +1,364 @@
+"""``sliding_aggregate``: exact sliding, tumbling, per-event (OVER), count and policy windows on
+Spark DataFrames, streaming (``transformWithStateInPandas`` with event-time timers, state in
+Spark's state store) and batch (``groupBy().applyInPandas``), with one call.
+
+The adapter only translates (columns <-> driver events and rows, driver state <-> Spark
+state variables, driver timers <-> Spark timers); :class:`adapters.WindowDriver` does the
+rest. See ``docs/spark.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    DataType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from adapters import Query
+from adapters.specs import OverWindow, SlidingWindow
+
+from . import _types as T
+from ._runtime import LATE, WIDE_SCHEMA, Plan, make_batch_function, make_processor
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+#: Default name of the observed metric of a streaming query (``lastProgress``'s
+#: ``observedMetrics``): ``late_events`` and ``rows`` of each micro-batch.
+METRIC = "swag"
+LATE_ROWS = ("drop", "return", "include")
+
+
+class SparkConfigError(RuntimeError):
+    """The Spark session cannot run the adapter as configured (the message says what to set)."""
+
+
+# ----------------------------------------------------------------------------- windows
+def sliding(range: Any, slide: Any, offset: Any = 0) -> dict[str, Any]:
+    """A sliding window spec: windows ``[start, start + range)`` every ``slide``
+    (durations: ms, ``timedelta`` or strings like ``"1 hour"``)."""
+    return {"kind": "sliding", "range": T.duration_ms(range, "range"),
+            "slide": T.duration_ms(slide, "slide"), "offset": T.duration_ms(offset, "offset")}
+
+
+def tumbling(size: Any, offset: Any = 0) -> dict[str, Any]:
+    """A tumbling window spec (sliding with ``slide == range``)."""
+    return {"kind": "tumbling", "size": T.duration_ms(size, "size"),
+            "offset": T.duration_ms(offset, "offset")}
+
+
+def over(range: Any) -> dict[str, Any]:
+    """A per-event window spec: for each event at t, the events in ``[t - range, t]``."""
+    return {"kind": "over", "range": T.duration_ms(range, "range")}
+
+
+def count_window(size: int, every: int = 1) -> dict[str, Any]:
+    """A count window spec: the last ``size`` events, emitted every ``every`` events."""
+    return {"kind": "count", "size": size, "every": every}
+
+
+_DURATIONS = {"sliding": ("range", "slide", "offset"), "tumbling": ("size", "offset"),
+              "over": ("range",)}
+
+
+def _normalize_window(spec: Any, path: str) -> Any:
+    if isinstance(spec, Mapping) and spec.get("kind") in _DURATIONS:
+        spec = dict(spec)
+        for name in _DURATIONS[spec["kind"]]:
+            if name in spec:
+                spec[name] = T.duration_ms(spec[name], f"{path}.{name}")
+    return spec
+
+
+# ----------------------------------------------------------------------------- helpers
+def _columns(df: DataFrame) -> dict[str, DataType]:
+    return {f.name: f.dataType for f in df.schema.fields}
+
+
+def _need(columns: Mapping[str, DataType], name: str, what: str) -> DataType:
+    if not isinstance(name, str) or name not in columns:
+        raise ValueError(f"{what} column {name!r} is not in the DataFrame (columns: "
+                         f"{', '.join(columns)})")
+    return columns[name]
+
+
+def _time_ms(col: Column, dt: DataType, name: str) -> tuple[Column, bool]:
+    """The event time as long ms (or the raw string), and whether it is a string."""
+    if isinstance(dt, TimestampType):
+        return F.unix_millis(col), False
+    if isinstance(dt, T.INTEGRAL):
+        return col.cast("long"), False
+    if isinstance(dt, StringType):
+        return col, True
+    raise T.SparkTypeError(
+        f"time column {name!r} has type {dt.simpleString()}; use a timestamp, an integral "
+        f"column of epoch milliseconds, or a string of epoch milliseconds")
+
+
+def _restore_time(col: Column, dt: DataType) -> Column:
+    if isinstance(dt, TimestampType):
+        return F.timestamp_millis(col)
+    if isinstance(dt, T.INTEGRAL):
+        return col.cast(dt)
+    return col
+
+
+def _json_struct(cols: Sequence[str], types: Mapping[str, DataType]) -> Column:
+    if not cols:
+        return F.lit("{}")
+    return F.to_json(F.struct(*[T.to_json_column(F.col(c), types[c]).alias(c) for c in cols]),
+                     {"ignoreNullFields": "false"})
+
+
+def _has_watermark(df: DataFrame) -> bool:
+    """Whether the streaming plan defines a watermark (``True`` if it cannot be told)."""
+    try:
+        plan = df._jdf.queryExecution().logical().toString()
+    except Exception:  # not a classic JVM-backed DataFrame: let Spark decide
+        return True
+    return "EventTimeWatermark" in plan
+
+
+def _check_streaming_conf(df: DataFrame) -> None:
+    spark = df.sparkSession
+    provider = spark.conf.get("spark.sql.streaming.stateStore.providerClass", None)
+    if provider != ROCKSDB:
+        raise SparkConfigError(
+            f"streaming sliding_aggregate uses transformWithStateInPandas, which needs the "
+            f"RocksDB state store; set spark.sql.streaming.stateStore.providerClass={ROCKSDB} "
+            f"(before starting the query; spark_adapter.local_session() does), got "
+            f"{provider!r}")
+    try:
+        import google.protobuf  # noqa: F401
+    except ImportError:
+        raise SparkConfigError("transformWithStateInPandas needs the 'protobuf' package "
+                               "(pip install 'swag[spark]')") from None
+
+
+# ----------------------------------------------------------------------------- the API
+def sliding_aggregate(
+    df: DataFrame,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    window: Any,
+    aggregations: Mapping[str, Any],
+    watermark: str | None = None,
+    allowed_lateness: Any = 0,
+    algorithm: str = "auto",
+    late_rows: str = "drop",
+    order_by: str | None = None,
+    output_types: Mapping[str, Any] | None = None,
+    metric: str | Observation | None = METRIC,
+    max_cached_keys: int | None = 100_000,
+) -> DataFrame | tuple[DataFrame, DataFrame]:
+    """Exact window aggregates per key, on a streaming or a batch DataFrame.
+
+    Args:
+        df: input rows; streaming (``df.isStreaming``) or batch.
+        key: the key column (or columns).
+        time: the event-time column: a timestamp, or epoch milliseconds (integral, or a
+            string of digits).
+        window: one window spec, or a list of them. Specs are dicts (``{"kind": "sliding",
+            "range": "1 hour", "slide": "5 minutes"}``; durations in ms, ``timedelta`` or
+            interval strings) or built by :func:`sliding`, :func:`tumbling`, :func:`over`,
+            :func:`count_window`, or :mod:`adapters` window objects.
+        aggregations: ``{output column: {"fn": "max", "field": "delay"}, ...}`` (every fn of
+            ``docs/adapters.md``), or a ``swag_core.Aggregation`` / Beam- or Flink-style
+            aggregate object (then give its Spark type in ``output_types``).
+        watermark: streaming only: the watermark delay (``"30 minutes"``): the adapter calls
+            ``df.withWatermark(time, watermark)``. ``None``: ``df`` already has a watermark
+            (e.g. on another column).
+        allowed_lateness: extra lateness (ms or a duration string): an event is late when its
+            time is below ``watermark - allowed_lateness``; windows wait that much longer.
+        algorithm: ``"auto"`` or a ``swag_core`` algorithm name.
+        late_rows: ``"drop"``: late events are counted (streaming: observed metric
+            ``metric``, ``late_events``) and left out; ``"return"``: also return them as a
+            second DataFrame (key, time and every other column of the input);
+            ``"include"``: one DataFrame in the several-specs form (below) with a boolean
+            column ``late``: late events are rows with ``late`` true and ``window`` null
+            (one streaming query gives both; split them in ``foreachBatch``).
+        order_by: optional column giving the arrival order of events (ties in event time are
+            broken by it); without it, arrival order is the order Spark delivers rows (in
+            batch mode that order is unspecified).
+        output_types: Spark types (DDL strings or DataTypes) of output columns, overriding
+            the inferred ones; required for custom aggregations.
+        metric: streaming: name of the observed metric (``None`` for none); batch: a
+            ``pyspark.sql.Observation`` to observe, or ``None``.
+        max_cached_keys: bound of the per-worker structure cache (keys beyond it are rebuilt
+            from state when they come back).
+
+    Returns:
+        One window spec: for sliding, tumbling, count and policy windows the columns
+        ``key..., window_start, window_end, <aggregations>``; for an over window the input
+        row (every column) plus ``<aggregations>``. Several specs: ``window`` (the spec's
+        index), ``key...``, ``window_start``, ``window_end``, the time and value columns
+        (set for over rows), ``<aggregations>``. With ``late_rows="return"``, a pair
+        ``(results, late)``; with ``"include"``, the several-specs form plus ``late``.
+
+    Streaming queries must be written in ``append`` output mode and need the RocksDB state
+    store provider; restarts from the checkpoint resume exactly.
+    """
+    if late_rows not in LATE_ROWS:
+        raise ValueError(f"late_rows must be one of {LATE_ROWS}, got {late_rows!r}")
+    if not isinstance(aggregations, Mapping):
+        raise TypeError(f"aggregations must be a mapping {{output column: spec}}, got "
+                        f"{aggregations!r:.80}")
+    columns = _columns(df)
+    key_names = (key,) if isinstance(key, str) else tuple(key)
+    if not key_names:
+        raise ValueError("key: at least one key column is required")
+    for k in key_names:
+        _need(columns, k, "key")
+    time_type = _need(columns, time, "time")
+    if time in key_names:
+        raise ValueError(f"column {time!r} cannot be both the key and the time")
+    if order_by is not None:
+        _need(columns, order_by, "order_by")
+
+    single = not isinstance(window, (list, tuple))
+    specs = [window] if single else list(window)
+    specs = [_normalize_window(s, f"window[{i}]") for i, s in enumerate(specs)]
+    lateness = T.duration_ms(allowed_lateness, "allowed_lateness")
+    query = Query.build(specs, dict(aggregations), lateness,
+                        None if algorithm in (None, "auto") else algorithm)
+
+    value_candidates = [c for c in columns if c not in key_names and c != time]
+    need_all = late_rows != "drop" or any(
+        not isinstance(w, SlidingWindow) for w in query.windows) or any(
+        a.fn is None or (a.fn in ("argmin", "argmax") and not a.other_fields)
+        for a in query.aggregations)
+    if need_all:
+        value_names = value_candidates
+    else:
+        wanted = set()
+        for a in query.aggregations:
+            if a.field is not None:
+                wanted.add(a.field)
+            wanted.update(a.other_fields)
+        for name in sorted(wanted):
+            _need({c: columns[c] for c in value_candidates}, name, "aggregated")
+        value_names = [c for c in value_candidates if c in wanted]
+
+    value_types = {c: columns[c] for c in value_names}
+    value_json = StructType([StructField(c, T.json_type(value_types[c], c), True)
+                             for c in value_names])
+    key_json = StructType([StructField(k, T.json_type(columns[k], k), True)
+                           for k in key_names])
+    out_types = dict(output_types or {})
+    raw_aggs = dict(aggregations)
+    agg_types = {a.name: T.aggregate_type(a, raw_aggs.get(a.name), value_types, out_types)
+                 for a in query.aggregations}
+    agg_json = StructType([StructField(n, T.json_type(t, n, output=True), True)
+                           for n, t in agg_types.items()])
+    encoders = {}
+    for a in query.aggregations:
+        enc = T.aggregate_encoder(a, agg_types[a.name])
+        if enc is not None:
+            encoders[a.name] = enc
+
+    if late_rows == "include":
+        single = False
+    is_over = single and isinstance(query.windows[0], OverWindow)
+    taken = set(columns) if (is_over or not single) else set(key_names)
+    taken |= {"window_start", "window_end"} | ({"window", "late"} if not single else set())
+    for name in agg_types:
+        if name in taken:
+            raise ValueError(f"aggregation output {name!r} clashes with an output column of "
+                             f"the same name; rename it")
+
+    time_col, time_is_string = _time_ms(F.col(time), time_type, time)
+    plan = Plan(query=query, key_names=key_names,
+                time_name=time, time_is_string=time_is_string,
+                value_fixer=T.json_fixer(value_json), agg_encoders=encoders,
+                agg_names=tuple(agg_types), has_order=order_by is not None,
+                max_cached_keys=max_cached_keys)
+
+    source = df
+    if df.isStreaming:
+        _check_streaming_conf(df)
+        if watermark is None and not _has_watermark(df):
+            raise SparkConfigError(
+                "a streaming sliding_aggregate needs a watermark: pass watermark='<delay>' "
+                "(e.g. '30 minutes') or call df.withWatermark(...) before")
+        if watermark is not None:
+            if isinstance(time_type, TimestampType):
+                source = df.withWatermark(time, watermark)
+            elif isinstance(time_type, T.INTEGRAL):
+                source = df.withColumn("_swag_wm", F.timestamp_millis(F.col(time))) \
+                    .withWatermark("_swag_wm", watermark)
+            else:
+                raise T.SparkTypeError(f"watermark: Spark needs a timestamp (or epoch-ms) "
+                                       f"time column; {time!r} is a string column")
+    prepared_cols = [
+        _json_struct(key_names, columns).alias("swag_k"),
+        time_col.alias("swag_t"),
+        _json_struct(value_names, columns).alias("swag_v"),
+    ]
+    if order_by is not None:
+        prepared_cols.append(F.col(order_by).alias("swag_o"))
+    prepared = source.select(*prepared_cols)
+    grouped = prepared.groupBy("swag_k")
+    if df.isStreaming:
+        wide = grouped.transformWithStateInPandas(
+            statefulProcessor=make_processor(plan), outputStructType=WIDE_SCHEMA,
+            outputMode="Append", timeMode="EventTime")
+    else:
+        wide = grouped.applyInPandas(make_batch_function(plan), WIDE_SCHEMA)
+
+    metric_cols = [F.count(F.when(F.col("_swag_w") == LATE, 1)).alias("late_events"),
+                   F.count(F.when(F.col("_swag_w") >= 0, 1)).alias("rows")]
+    if isinstance(metric, Observation) or (metric is not None and df.isStreaming):
+        wide = wide.observe(metric, *metric_cols)
+
+    parsed = wide.select(
+        "*",
+        F.from_json("_swag_k", key_json).alias("_swag_kp"),
+        F.from_json("_swag_event", value_json).alias("_swag_ep"),
+        F.from_json("_swag_aggs", agg_json).alias("_swag_ap"),
+    )
+    key_cols = [T.restore(F.col("_swag_kp").getField(k), columns[k]).alias(k)
+                for k in key_names]
+    time_out = _restore_time(F.col("_swag_time"), time_type).alias(time)
+    value_cols = {c: T.restore(F.col("_swag_ep").getField(c), columns[c]).alias(c)
+                  for c in value_names}
+    agg_cols = [T.restore(F.col("_swag_ap").getField(n), t).alias(n)
+                for n, t in agg_types.items()]
+    start_col = _restore_time(F.col("_swag_start"), time_type).alias("window_start")
+    end_col = _restore_time(F.col("_swag_end"), time_type).alias("window_end")
+    if late_rows == "include":
+        return parsed.select(
+            F.when(F.col("_swag_w") >= 0, F.col("_swag_w")).alias("window"), *key_cols,
+            start_col, end_col, time_out, *value_cols.values(), *agg_cols,
+            (F.col("_swag_w") == LATE).alias("late"))
+    rows = parsed.where(F.col("_swag_w") >= 0)
+    if single and is_over:
+        ordered = []
+        for c in columns:
+            if c in key_names:
+                ordered.append(key_cols[key_names.index(c)])
+            elif c == time:
+                ordered.append(time_out)
+            elif c in value_cols:
+                ordered.append(value_cols[c])
+        results = rows.select(*ordered, *agg_cols)
+    elif single:
+        results = rows.select(*key_cols, start_col, end_col, *agg_cols)
+    else:
+        results = rows.select(F.col("_swag_w").alias("window"), *key_cols, start_col, end_col,
+                              time_out, *value_cols.values(), *agg_cols)
+    if late_rows == "drop":
+        return results
+    late = parsed.where(F.col("_swag_w") == LATE).select(*key_cols, time_out,
+                                                          *value_cols.values())
+    return results, late
+
+
+__all__ = ["METRIC", "SparkConfigError", "count_window", "over", "sliding",
+           "sliding_aggregate", "tumbling"]

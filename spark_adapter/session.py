@@ -1,0 +1,93 @@
+"""A small embedded local Spark session configured for the adapter, and the Java check.
+
+Pitfalls handled here (``docs/spark.md``): Python workers must run the driver's own Python
+(``PYSPARK_PYTHON`` set before the session starts, else they may lack ``swag``); streaming
+needs the RocksDB state store; Spark's UI and console progress bars are noise for a local job.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+INSTALL_HINT = ("install Java 17 or newer, e.g. 'sudo apt-get install openjdk-17-jre-headless' "
+                "(Debian/Ubuntu) or 'brew install openjdk@17' (macOS), or point JAVA_HOME at "
+                "one")
+
+
+class JavaNotFoundError(RuntimeError):
+    """No usable Java runtime (17+) for the embedded Spark."""
+
+
+def java_version() -> tuple[str, int]:
+    """``(path, major version)`` of the Java Spark would use (``JAVA_HOME`` first, then
+    ``PATH``); raises :class:`JavaNotFoundError` with an install hint otherwise."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else None
+    if not (java and os.access(java, os.X_OK)):
+        java = shutil.which("java")
+    if java is None:
+        raise JavaNotFoundError(f"Spark needs Java 17+, but no 'java' was found (JAVA_HOME "
+                                f"unset or wrong, none on PATH); {INSTALL_HINT}")
+    try:
+        text = subprocess.run([java, "-version"], capture_output=True, text=True,
+                              timeout=60).stderr
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise JavaNotFoundError(f"could not run '{java} -version' ({exc}); {INSTALL_HINT}") \
+            from None
+    m = re.search(r'version "([^"]+)"', text)
+    if not m:
+        raise JavaNotFoundError(f"could not read the Java version from '{java} -version' "
+                                f"(got {text.strip()[:100]!r}); Spark needs Java 17+: "
+                                f"{INSTALL_HINT}")
+    ver = m.group(1)
+    parts = ver.split(".")
+    major = int(parts[1]) if parts[0] == "1" and len(parts) > 1 else int(
+        re.match(r"\d+", parts[0]).group(0))  # type: ignore[union-attr]
+    if major < 17:
+        raise JavaNotFoundError(f"Spark needs Java 17+, but {java} is Java {major} ({ver}); "
+                                f"{INSTALL_HINT}")
+    return java, major
+
+
+def local_session(app_name: str = "swag", *, cores: int = 2, shuffle_partitions: int = 4,
+                  driver_memory: str = "2g", log_level: str = "ERROR",
+                  conf: dict[str, Any] | None = None) -> Any:
+    """An embedded ``local[cores]`` SparkSession ready for :func:`sliding_aggregate`.
+
+    Checks Java first (clear error instead of a JVM stack trace), makes the Python workers use
+    this interpreter, sets the RocksDB state store, few shuffle partitions, no UI and no
+    console progress bars. ``conf`` adds or overrides settings. If a session is already
+    active, Spark returns it (static settings such as the master cannot change then).
+    """
+    java_version()
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    settings: dict[str, Any] = {
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.default.parallelism": str(cores),
+        "spark.driver.memory": driver_memory,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        # commit a changelog per micro-batch instead of uploading RocksDB snapshot files
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.python.worker.reuse": "true",
+        "spark.log.level": log_level,
+    }
+    settings.update({k: str(v) for k, v in (conf or {}).items()})
+    builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
+    return spark

@@ -1,0 +1,216 @@
+"""spark_adapter: restarts, Spark types in and out, output forms, bad input, and the pure
+helpers (durations, JSON repair, the event-log segment codec)."""
+
+from __future__ import annotations
+
+import datetime
+import math
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructType, TimestampType
+
+from adapters import StateError
+from spark_adapter import (
+    SparkConfigError,
+    SparkTypeError,
+    duration_ms,
+    over,
+    sliding,
+    sliding_aggregate,
+    tumbling,
+)
+from spark_adapter._runtime import decode_segment, encode_segment, segment_range
+from spark_adapter._types import json_fixer
+from tests.conformance import corpus
+from tests.conformance.oracle import expected
+from tests.conformance.runner import compare
+from tests.spark.engine import streaming_run
+
+
+# ----------------------------------------------------------------------------- restart
+def test_restart_from_checkpoint_gives_the_uninterrupted_rows(spark):
+    """Stop the streaming query in the middle, start a new one (new driver, cold caches) on
+    the same checkpoint: the rows are exactly those of an uninterrupted run (the oracle's),
+    with nothing lost or repeated; the late-event metric adds up."""
+    scenario = corpus.expand(corpus.load("mixed_kinds_stream"))
+    progress: list = []
+    result = streaming_run(scenario, restart_after=2, progress=progress)
+    assert compare(expected(scenario), result) is None
+    observed = sum(int(p["observedMetrics"]["swag"]["late_events"]) for p in progress
+                   if "swag" in (p.get("observedMetrics") or {}))
+    assert observed == sum(result["late"].values()) > 0
+
+
+# ----------------------------------------------------------------------------- types
+def _ts(s: str) -> datetime.datetime:
+    return datetime.datetime.fromisoformat(s)
+
+
+@pytest.fixture(scope="module")
+def trips(spark):
+    rows = [
+        ("a", 1, _ts("2024-03-01 10:00:00"), 5, 1.5, datetime.date(2024, 3, 1), "x"),
+        ("a", 1, _ts("2024-03-01 10:20:00"), 9, None, datetime.date(2024, 3, 2), "y"),
+        ("a", 1, _ts("2024-03-01 10:20:00"), 7, 2.5, None, "z"),
+        ("a", 2, _ts("2024-03-01 10:50:00"), 1, float("nan"), datetime.date(2024, 3, 3), None),
+        ("b", 1, _ts("2024-03-01 11:30:00"), 2**62 + 1, 0.25, datetime.date(2024, 3, 4), "w"),
+    ]
+    return spark.createDataFrame(
+        rows, "city string, zone int, ts timestamp, n long, x double, day date, tag string"
+    ).withColumn("seq", F.monotonically_increasing_id())
+
+
+def test_sliding_output_types_and_values(trips):
+    out = sliding_aggregate(
+        trips, key=["city", "zone"], time="ts", window=sliding("1 hour", "30 minutes"),
+        aggregations={"cnt": {"fn": "count"}, "top": {"fn": "max", "field": "n"},
+                      "last_day": {"fn": "last", "field": "day"},
+                      "tags": {"fn": "collect", "field": "tag"}},
+        order_by="seq")
+    assert [(f.name, f.dataType.simpleString()) for f in out.schema.fields] == [
+        ("city", "string"), ("zone", "int"), ("window_start", "timestamp"),
+        ("window_end", "timestamp"), ("cnt", "bigint"), ("top", "bigint"),
+        ("last_day", "date"), ("tags", "array<string>")]
+    got = {(r.city, r.zone, r.window_start): r for r in out.collect()}
+    r = got[("a", 1, _ts("2024-03-01 10:00:00"))]
+    assert (r.window_end, r.cnt, r.top, r.last_day, r.tags) == (
+        _ts("2024-03-01 11:00:00"), 3, 9, None, ["x", "y", "z"])
+    r = got[("b", 1, _ts("2024-03-01 11:00:00"))]
+    assert r.top == 2**62 + 1  # exact: never through a float
+    assert len(got) == 6
+
+
+def test_over_window_returns_the_input_row(trips):
+    out = sliding_aggregate(
+        trips, key="city", time="ts", window=over("30 minutes"),
+        aggregations={"k": {"fn": "count", "field": "x"}, "xs": {"fn": "collect", "field": "x"}},
+        order_by="seq")
+    assert out.columns == ["city", "zone", "ts", "n", "x", "day", "tag", "seq", "k", "xs"]
+    rows = sorted(out.collect(), key=lambda r: (r.city, r.ts, r.seq))
+    assert [r.ts for r in rows] == [_ts("2024-03-01 10:00:00"), _ts("2024-03-01 10:20:00"),
+                                    _ts("2024-03-01 10:20:00"), _ts("2024-03-01 10:50:00"),
+                                    _ts("2024-03-01 11:30:00")]
+    assert [r.day for r in rows[:3]] == [datetime.date(2024, 3, 1), datetime.date(2024, 3, 2),
+                                         None]
+    # the 10:20 peers see each other; null is not counted, NaN is a value (not a null)
+    assert [(r.k, r.xs) for r in rows[1:3]] == [(2, [1.5, None, 2.5])] * 2
+    assert rows[3].k == 2 and rows[3].xs[:2] == [None, 2.5] and math.isnan(rows[3].xs[2])
+    assert math.isnan(rows[3].x) and rows[4].n == 2**62 + 1
+    assert isinstance(out.schema["ts"].dataType, TimestampType)
+    assert out.schema["xs"].dataType.simpleString() == "array<double>"
+
+
+def test_epoch_millis_time_and_late_rows_return(spark):
+    df = spark.createDataFrame([("k", 1000, 1), ("k", 1500, 2), ("k", 2500, 3)],
+                               "key string, t long, v long")
+    out, late = sliding_aggregate(df, key="key", time="t", window=tumbling(1000),
+                                  aggregations={"s": {"fn": "sum", "field": "v"}},
+                                  late_rows="return")
+    assert isinstance(out.schema["window_start"].dataType, LongType)
+    assert sorted((r.window_start, r.window_end, r.s) for r in out.collect()) == [
+        (1000, 2000, 3), (2000, 3000, 3)]
+    assert late.columns == ["key", "t", "v"] and late.count() == 0  # batch: nothing late
+
+
+def test_custom_aggregation_needs_and_uses_output_types(spark):
+    from swag_core import Aggregation
+
+    df = spark.createDataFrame([("k", 1, "ab"), ("k", 2, "cd")], "key string, t long, s string")
+    concat = Aggregation(combine=lambda a, b: a + b, identity="", lift=lambda v: v["s"],
+                         name="concat")
+    with pytest.raises(SparkTypeError, match="output_types"):
+        sliding_aggregate(df, key="key", time="t", window=tumbling(10),
+                          aggregations={"c": concat})
+    out = sliding_aggregate(df, key="key", time="t", window=tumbling(10),
+                            aggregations={"c": concat}, output_types={"c": "string"})
+    assert [r.c for r in out.collect()] == ["abcd"]
+
+
+# ----------------------------------------------------------------------------- errors
+def test_bad_columns_and_types_name_the_column(spark):
+    df = spark.createDataFrame([("k", 1, 2.0)], "key string, t long, v double") \
+        .withColumn("d", F.lit(1).cast("decimal(10,2)"))
+    agg = {"m": {"fn": "max", "field": "v"}}
+    with pytest.raises(ValueError, match="key column 'nope'"):
+        sliding_aggregate(df, key="nope", time="t", window=tumbling(10), aggregations=agg)
+    with pytest.raises(ValueError, match="time column 'when'"):
+        sliding_aggregate(df, key="key", time="when", window=tumbling(10), aggregations=agg)
+    with pytest.raises(ValueError, match="'w'"):
+        sliding_aggregate(df, key="key", time="t", window=tumbling(10),
+                          aggregations={"m": {"fn": "max", "field": "w"}})
+    with pytest.raises(SparkTypeError, match=r"'d'.*decimal"):
+        sliding_aggregate(df, key="key", time="t", window=over(10), aggregations=agg)
+    with pytest.raises(ValueError, match=r"windows\[0\].slide"):
+        sliding_aggregate(df, key="key", time="t", window={"kind": "sliding", "range": 10,
+                                                          "slide": 20}, aggregations=agg)
+    with pytest.raises(ValueError, match="late_rows"):
+        sliding_aggregate(df, key="key", time="t", window=tumbling(10), aggregations=agg,
+                          late_rows="keep")
+
+
+def test_bad_value_fails_the_job_with_key_and_field(spark):
+    df = spark.createDataFrame([("k1", 1, 2.0), ("k2", 5, None)], "key string, t long, v double")
+    out = sliding_aggregate(df, key="key", time="t", window=tumbling(10),
+                            aggregations={"m": {"fn": "mean", "field": "v"}})
+    with pytest.raises(Exception, match=r"(?s)BadEventError.*'k2'") as info:
+        out.collect()
+    assert "'v'" in str(info.value)
+
+
+def test_streaming_needs_the_rocksdb_state_store(spark, tmp_path):
+    src = spark.readStream.format("rate").load().select(
+        F.lit("k").alias("key"), F.col("timestamp").alias("ts"), F.col("value").alias("v"))
+    key = "spark.sql.streaming.stateStore.providerClass"
+    old = spark.conf.get(key)
+    spark.conf.set(key, "org.apache.spark.sql.execution.streaming.state."
+                        "HDFSBackedStateStoreProvider")
+    try:
+        with pytest.raises(SparkConfigError, match="RocksDB"):
+            sliding_aggregate(src, key="key", time="ts", window=tumbling("1 minute"),
+                              aggregations={"n": {"fn": "count"}}, watermark="10 seconds")
+    finally:
+        spark.conf.set(key, old)
+    with pytest.raises(SparkConfigError, match="watermark"):
+        sliding_aggregate(src, key="key", time="ts", window=tumbling("1 minute"),
+                          aggregations={"n": {"fn": "count"}})
+
+
+# ----------------------------------------------------------------------------- helpers
+def test_duration_ms():
+    assert duration_ms("1 hour", "x") == 3_600_000
+    assert duration_ms("5 minutes", "x") == 300_000
+    assert duration_ms("1 hour 30 minutes", "x") == 5_400_000
+    assert duration_ms("interval 10 seconds", "x") == 10_000
+    assert duration_ms("250ms", "x") == 250
+    assert duration_ms("1.5 s", "x") == 1500
+    assert duration_ms(datetime.timedelta(minutes=2), "x") == 120_000
+    assert duration_ms(42, "x") == 42
+    for bad in ("soon", "1 fortnight", "0.5 ms", True, None, datetime.timedelta(microseconds=5)):
+        with pytest.raises(ValueError):
+            duration_ms(bad, "range")
+
+
+def test_json_fixer_restores_non_finite_floats():
+    schema = StructType.fromJson({"type": "struct", "fields": [
+        {"name": "x", "type": "double", "nullable": True, "metadata": {}},
+        {"name": "xs", "type": {"type": "array", "elementType": "double", "containsNull": True},
+         "nullable": True, "metadata": {}},
+        {"name": "s", "type": "string", "nullable": True, "metadata": {}}]})
+    fix = json_fixer(schema)
+    v = fix({"x": "NaN", "xs": ["Infinity", 1.0, None, "-Infinity"], "s": "NaN"})
+    assert math.isnan(v["x"]) and v["xs"][0] == math.inf and v["xs"][3] == -math.inf
+    assert v["s"] == "NaN" and v["xs"][1:3] == [1.0, None]
+    assert json_fixer(StructType.fromJson({"type": "struct", "fields": []})) is None
+
+
+def test_segment_codec_round_trip_and_rejects_garbage():
+    entries = [(5, 1, b'{"a":1}'), (-3, 2, b""), (2**40, 3, "é".encode())]
+    blob = encode_segment(entries)
+    assert decode_segment(blob) == entries
+    assert segment_range(blob) == (-3, 2**40)
+    with pytest.raises(StateError):
+        decode_segment(b"PICKLE" + blob[6:])
+    with pytest.raises(StateError):
+        decode_segment(blob + b"x")
+
