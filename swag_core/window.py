@@ -22,7 +22,12 @@ from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
 from swag_core.aggregation import Aggregation
-from swag_core.errors import InvalidTimeError, OutOfOrderError, UnsupportedQueryError
+from swag_core.errors import (
+    EmptyWindowError,
+    InvalidTimeError,
+    OutOfOrderError,
+    UnsupportedQueryError,
+)
 
 
 def as_time(time: Any) -> int:
@@ -128,10 +133,19 @@ class Window(ABC):
         if type(time) is not int:
             time = as_time(time)
         if self.in_order and len(self) and time < self.youngest():
-            raise OutOfOrderError(
-                f"{self.name!r} accepts in-order inserts only: time {time} is older than the "
-                f"youngest entry {self.youngest()}; use 'fiba' or 'reactive' for out-of-order data")
+            raise self._out_of_order(time, self.youngest())
         self._insert_lifted(time, self._lift(value))
+
+    def _empty_evict(self) -> EmptyWindowError:
+        """The error for ``evict()`` on an empty window (one message for every algorithm)."""
+        return EmptyWindowError(f"evict() on an empty {self.name!r} window")
+
+    def _out_of_order(self, time: int, youngest: int) -> OutOfOrderError:
+        """The error for an insert at ``time`` older than the ``youngest`` entry (for the
+        faster ``insert`` overrides of in-order algorithms, so the message is written once)."""
+        return OutOfOrderError(
+            f"{self.name!r} accepts in-order inserts only: time {time} is older than the "
+            f"youngest entry {youngest}; use 'fiba' or 'reactive' for out-of-order data")
 
     def bulk_insert(self, pairs: Iterable[tuple[int, Any]]) -> None:
         """Insert many ``(time, value)`` pairs at once.

@@ -23,13 +23,24 @@ query method) is Algorithm 2, which recomputes the dirty leaves' ancestors level
 each shared parent once, for at most ``m (1 + ceil(log2(n / m)))`` ``combine`` calls for m
 distinct dirty leaves (Theorem 4.2 (ii)). Recomputing a node stops propagating when its value
 is the very same object as before (a selective ``combine`` such as max often returns it), since
-its ancestors then already hold the right values. More pending writes than leaves, or a
-``combine`` that raised during a flush, make the next flush recompute every node instead.
+its ancestors then already hold the right values. More pending writes than leaves keep each
+dirty leaf once, or, when more than half the leaves are dirty, make the next flush recompute
+every node (no more calls than the bound then); so does a ``combine`` that raised during a
+flush.
 
-API (for ``flatfat`` and ``reactive``): :meth:`FlatFAT.set` / :meth:`FlatFAT.update` to write
-leaves (:data:`EMPTY` to clear one), :meth:`FlatFAT.rebuild` to resize or compact,
-:meth:`FlatFAT.aggregate`, :meth:`FlatFAT.prefix`, :meth:`FlatFAT.suffix` and
-:meth:`FlatFAT.range` to read, :meth:`FlatFAT.check` in tests.
+:meth:`FlatFAT.clear` empties a range of leaves without visiting them one by one: every node
+whose leaves all lie in the range becomes :data:`EMPTY` by slice assignment (no ``combine``)
+and only the two boundary leaves are marked dirty. Their partly cleared ancestors are then
+stale although no dirty child of theirs may change value, so the next flush climbs every dirty
+path to the root without the early stop: at most ``2 log2(n)`` calls for the clear.
+
+API (for ``flatfat`` and ``reactive``): :meth:`FlatFAT.set`, :meth:`FlatFAT.write` (a run of
+leaves), :meth:`FlatFAT.clear` and :meth:`FlatFAT.update` to write leaves (:data:`EMPTY` to
+clear one; runs wrap around the last leaf, for the circular buffer of section 5.1.1),
+:meth:`FlatFAT.rebuild` to resize or compact, :meth:`FlatFAT.aggregate`,
+:meth:`FlatFAT.prefix`, :meth:`FlatFAT.suffix`, :meth:`FlatFAT.range` and
+:meth:`FlatFAT.ring_range` to read, :meth:`FlatFAT.check` and :meth:`FlatFAT.dirty_leaves`
+in tests.
 """
 
 from __future__ import annotations
@@ -37,25 +48,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from swag_core.algorithms._queues import EMPTY, ring_assign, ring_runs
 
-class _Empty:
-    """Type of :data:`EMPTY`."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "EMPTY"
-
-    def __reduce__(self) -> str:
-        return "EMPTY"
-
+__all__ = ["EMPTY", "FlatFAT", "is_power_of_two"]
 
 #: Pending-list marker: recompute the whole tree on the next flush (a flush failed, or more
-#: leaves were written than the tree has).
+#: than half the leaves were written).
 _BROKEN: Final = -1
-
-#: The paper's bottom marker for unused leaves and empty subtrees. Never given to ``combine``.
-EMPTY: Final[Any] = _Empty()
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -85,15 +84,17 @@ class FlatFAT:
     ``2 log2(capacity)``, ``flush`` as in Theorem 4.2 (ii).
     """
 
-    __slots__ = ("_combine", "_dirty", "capacity", "tree")
+    __slots__ = ("_climb", "_combine", "_dirty", "capacity", "tree")
 
     def __init__(self, combine: Callable[[Any, Any], Any], capacity: int,
                  leaves: Iterable[Any] = ()) -> None:
         self._combine = combine
         self.capacity = 0
-        #: The heap-ordered node list; read it freely, write leaves only through :meth:`set`.
+        #: The heap-ordered node list; read it freely, write leaves only through the methods.
         self.tree: list[Any] = []
         self._dirty: list[int] = []
+        #: A :meth:`clear` since the last flush: climb every dirty path to the root.
+        self._climb = False
         self.rebuild(leaves, capacity)
 
     # ------------------------------------------------------------------ building
@@ -137,6 +138,7 @@ class FlatFAT:
         self.tree = tree
         self.capacity = capacity
         self._dirty = []
+        self._climb = False
 
     # ------------------------------------------------------------------ updates
     def leaf(self, i: int) -> Any:
@@ -151,9 +153,64 @@ class FlatFAT:
         dirty = self._dirty
         dirty.append(h)
         if len(dirty) > self.capacity:
-            # Nobody queries: bound the pending list; recomputing all capacity - 1 nodes at
-            # the next flush costs no more than propagating these writes one by one.
+            self._bound_pending()
+
+    def write(self, first: int, values: list[Any]) -> None:
+        """Write ``values`` to the leaves from ``first`` on, wrapping from the last leaf to
+        leaf 0 (the circular buffer of section 5.1.1); ancestors are fixed on the next
+        :meth:`flush`."""
+        cap = self.capacity
+        ring_assign(self.tree, cap, first, values, cap)
+        dirty = self._dirty
+        for lo, hi in ring_runs(cap, first, len(values)):
+            dirty.extend(range(cap + lo, cap + hi))
+        if len(dirty) > cap:
+            self._bound_pending()
+
+    def clear(self, first: int, count: int) -> None:
+        """Write :data:`EMPTY` to ``count`` leaves from ``first`` on, wrapping like
+        :meth:`write`. The nodes covered by each run become :data:`EMPTY` at once, level by
+        level by slice assignment (no ``combine``, O(count) C-level work); only the boundary
+        leaves are dirty, and the next flush climbs their paths without the early stop (module
+        docstring): at most ``2 log2(capacity)`` calls per run."""
+        cap = self.capacity
+        tree = self.tree
+        dirty = self._dirty
+        empty = EMPTY
+        for lo, hi in ring_runs(cap, first, count):
+            if lo == hi:
+                continue
+            lo += cap
+            hi += cap
+            dirty.append(lo)
+            dirty.append(hi - 1)
+            self._climb = True
+            while lo < hi:
+                tree[lo:hi] = [empty] * (hi - lo)
+                lo = (lo + 1) >> 1      # the parents whose two children are cleared
+                hi >>= 1
+        if len(dirty) > cap:
+            self._bound_pending()
+
+    def _bound_pending(self) -> None:
+        """More pending writes than leaves (nobody queries): keep each dirty leaf once, or,
+        with more than half the leaves dirty, recompute every node at the next flush, which
+        then costs ``capacity - 1`` calls at most, no more than Theorem 4.2 (ii) allows."""
+        dirty = self._dirty
+        unique = set(dirty)
+        if dirty[0] == _BROKEN or 2 * len(unique) > self.capacity:
             self._dirty = [_BROKEN]
+        else:
+            self._dirty = list(unique)
+
+    def dirty_leaves(self) -> list[int]:
+        """The leaves with a pending write, each once, in order (every leaf when the next
+        flush recomputes the whole tree). For tests of the update bounds."""
+        dirty = self._dirty
+        cap = self.capacity
+        if dirty and dirty[0] == _BROKEN:
+            return list(range(cap))
+        return sorted({h - cap for h in dirty})
 
     def update(self, changes: Iterable[tuple[int, Any]]) -> None:
         """Algorithm 2: write each ``(leaf, value)`` and propagate (last write wins)."""
@@ -177,13 +234,15 @@ class FlatFAT:
         if not dirty:
             return
         self._dirty = []
+        climb = self._climb
+        self._climb = False
         if self.capacity == 1:
             return
         try:
             if dirty[0] == _BROKEN:
                 self._recompute_all()
             else:
-                self._propagate(dirty)
+                self._propagate(dirty, climb)
         except BaseException:
             # combine raised half-way: some ancestors are stale and the early stop could
             # skip them, so the next flush recomputes every node (and raises again while the
@@ -192,27 +251,41 @@ class FlatFAT:
             raise
 
     def _recompute_all(self) -> None:
-        """Recompute every internal node bottom-up (after a failed flush)."""
-        tree = self.tree
-        combine = self._combine
-        empty = EMPTY
-        for h in range(self.capacity - 1, 0, -1):
-            left = tree[2 * h]
-            right = tree[2 * h + 1]
-            if left is empty:
-                tree[h] = right
-            elif right is empty:
-                tree[h] = left
-            else:
-                tree[h] = combine(left, right)
+        """Recompute every internal node from the leaves (Algorithm 1 again)."""
+        self.rebuild(self.tree[self.capacity:])
 
-    def _propagate(self, dirty: list[int]) -> None:
-        """Algorithm 2 from the dirty leaf heap indices ``dirty``."""
+    def _propagate(self, dirty: list[int], climb: bool) -> None:
+        """Algorithm 2 from the dirty leaf heap indices ``dirty``; with ``climb``, no early
+        stop at unchanged nodes (after a :meth:`clear`)."""
         tree = self.tree
         combine = self._combine
         empty = EMPTY
-        if len(dirty) == 1:
+        if len(dirty) <= 2:
+            # One or two dirty leaves, the common slide (one eviction, one insertion): climb
+            # both paths level by level until they meet, then one path. The general loop below
+            # does the same nodes, but an evict + insert + query round of flatfat or reactive
+            # then costs 20-95% more (measured, n = 1024, Sum and Max): unrolled here.
             h = dirty[0] >> 1
+            b = dirty[-1] >> 1
+            while h != b:
+                left = tree[2 * h]
+                right = tree[2 * h + 1]
+                if left is empty:
+                    tree[h] = right
+                elif right is empty:
+                    tree[h] = left
+                else:
+                    tree[h] = combine(left, right)
+                left = tree[2 * b]
+                right = tree[2 * b + 1]
+                if left is empty:
+                    tree[b] = right
+                elif right is empty:
+                    tree[b] = left
+                else:
+                    tree[b] = combine(left, right)
+                h >>= 1
+                b >>= 1
             while h:
                 left = tree[2 * h]
                 right = tree[2 * h + 1]
@@ -222,69 +295,35 @@ class FlatFAT:
                     value = left
                 else:
                     value = combine(left, right)
-                if value is tree[h]:
+                if value is tree[h] and not climb:
                     return      # unchanged: the ancestors are already right
                 tree[h] = value
                 h >>= 1
             return
-        if len(dirty) == 2:
-            # The common slide (one eviction, one insertion): climb both paths level by
-            # level until they meet, then one path (the general loop below, unrolled).
-            a = dirty[0] >> 1
-            b = dirty[1] >> 1
-            while a != b:
-                left = tree[2 * a]
-                right = tree[2 * a + 1]
-                if left is empty:
-                    tree[a] = right
-                elif right is empty:
-                    tree[a] = left
-                else:
-                    tree[a] = combine(left, right)
-                left = tree[2 * b]
-                right = tree[2 * b + 1]
-                if left is empty:
-                    tree[b] = right
-                elif right is empty:
-                    tree[b] = left
-                else:
-                    tree[b] = combine(left, right)
-                a >>= 1
-                b >>= 1
-            while a:
-                left = tree[2 * a]
-                right = tree[2 * a + 1]
-                if left is empty:
-                    value = right
-                elif right is empty:
-                    value = left
-                else:
-                    value = combine(left, right)
-                if value is tree[a]:
-                    return
-                tree[a] = value
-                a >>= 1
-            return
-        level = sorted(set(dirty))
-        while level:
+        level = sorted(dirty)   # a leaf written twice gives its parent twice in a row
+        while True:
             parents: list[int] = []
+            append = parents.append
             last = 0
             for child in level:
                 h = child >> 1
-                if h == last or h == 0:
-                    continue
-                last = h
-                left = tree[2 * h]
-                right = tree[2 * h + 1]
-                if left is empty:
-                    value = right
-                elif right is empty:
-                    value = left
-                else:
-                    value = combine(left, right)
-                if value is not tree[h]:
-                    tree[h] = value
-                    parents.append(h)
+                if h != last:
+                    last = h
+                    left = tree[2 * h]
+                    right = tree[2 * h + 1]
+                    if left is empty:
+                        value = right
+                    elif right is empty:
+                        value = left
+                    else:
+                        value = combine(left, right)
+                    if value is not tree[h]:
+                        tree[h] = value
+                        append(h)
+                    elif climb:
+                        append(h)
+            if last == 1 or not parents:
+                return      # the root is done, or no node changed on this level
             level = parents
 
     # ------------------------------------------------------------------ queries
@@ -363,11 +402,29 @@ class FlatFAT:
                     right_acc = combine(node, right_acc)
             lo >>= 1
             hi >>= 1
-        if left_acc is empty:
-            return right_acc
-        if right_acc is empty:
-            return left_acc
-        return combine(left_acc, right_acc)
+        return self._join(left_acc, right_acc)
+
+    def ring_range(self, first: int, count: int) -> Any:
+        """Aggregate of the ``count`` leaves from leaf ``first`` on, wrapping from the last
+        leaf to leaf 0 (the circular buffer of section 5.1.1): :meth:`range`, or for a run
+        that wraps ``suffix(first) (+) prefix(last)`` (the inverted buffer of section 5.1.2:
+        slot order is not window order there). At most ``2 log2(capacity) + 1`` calls;
+        :data:`EMPTY` if all those leaves are."""
+        cap = self.capacity
+        if first >= cap:
+            first -= cap
+        end = first + count
+        if end <= cap:
+            return self.range(first, end - 1)
+        return self._join(self.suffix(first), self.prefix(end - cap - 1))
+
+    def _join(self, left: Any, right: Any) -> Any:
+        """``left (+) right`` with :data:`EMPTY` short-circuited (the hot loops inline it)."""
+        if left is EMPTY:
+            return right
+        if right is EMPTY:
+            return left
+        return self._combine(left, right)
 
     # ------------------------------------------------------------------ checking
     def check(self, equal: Callable[[Any, Any], bool] | None = None) -> None:
@@ -392,14 +449,7 @@ class FlatFAT:
         for h in range(cap - 1, 0, -1):
             if h in stale:
                 continue
-            left = tree[2 * h]
-            right = tree[2 * h + 1]
-            if left is empty:
-                want = right
-            elif right is empty:
-                want = left
-            else:
-                want = self._combine(left, right)
+            want = self._join(tree[2 * h], tree[2 * h + 1])
             node = tree[h]
             if (node is empty) != (want is empty) or (
                     node is not empty and not eq(node, want)):

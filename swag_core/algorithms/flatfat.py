@@ -23,19 +23,27 @@ buffer with resizing is section 5.1.1 and the FIFO case section 5.2 (note
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Iterator
 from contextlib import suppress
 from typing import Any, ClassVar
 
 from swag_core.aggregation import Aggregation
-from swag_core.algorithms._fat import EMPTY, FlatFAT, is_power_of_two
-from swag_core.algorithms._queues import NO_CACHE
-from swag_core.errors import EmptyWindowError, OutOfOrderError
-from swag_core.window import Window, as_time
+from swag_core.algorithms._fat import FlatFAT, is_power_of_two
+from swag_core.algorithms._queues import (
+    EMPTY,
+    NO_CACHE,
+    RingWindow,
+    grown_capacity,
+    ring_assign,
+    ring_bisect,
+    ring_slice,
+    shrunk_capacity,
+)
+from swag_core.window import as_time
 
 
-class FlatFat(Window):
+class FlatFat(RingWindow):
     """FlatFAT sliding window: O(log n) ``combine`` calls per slide, O(log n) ``query_since``.
 
     Args:
@@ -75,31 +83,10 @@ class FlatFat(Window):
         self._cache: Any = NO_CACHE               # raw aggregate of the window
 
     # ------------------------------------------------------------------ sizes and times
-    def __len__(self) -> int:
-        return self._size
-
     @property
     def capacity(self) -> int:
         """Current number of leaves (slots) of the circular buffer."""
         return self._fat.capacity
-
-    def _back(self) -> int:
-        """Slot of the youngest entry (the window must be non-empty)."""
-        back = self._front + self._size - 1
-        cap = self._fat.capacity
-        return back - cap if back >= cap else back
-
-    def oldest(self) -> int:
-        """Time of the oldest entry; :class:`EmptyWindowError` if empty."""
-        if not self._size:
-            raise EmptyWindowError(f"oldest() of an empty {self.name!r} window")
-        return self._times[self._front]
-
-    def youngest(self) -> int:
-        """Time of the youngest entry; :class:`EmptyWindowError` if empty."""
-        if not self._size:
-            raise EmptyWindowError(f"youngest() of an empty {self.name!r} window")
-        return self._times[self._back()]
 
     def items(self) -> Iterator[tuple[int, Any]]:
         """``(time, lifted value)`` pairs, oldest first (a snapshot)."""
@@ -107,29 +94,14 @@ class FlatFat(Window):
         return zip(times, values, strict=True)
 
     def _live(self) -> tuple[list[int], list[Any]]:
-        """Times and lifted values of the window, oldest first (two list slices)."""
+        """Times and lifted values of the window, oldest first (list slices)."""
         front = self._front
-        end = front + self._size
+        size = self._size
         cap = self._fat.capacity
-        tree = self._fat.tree
-        times = self._times
-        if end <= cap:
-            return times[front:end], tree[cap + front:cap + end]
-        return times[front:] + times[:end - cap], tree[cap + front:] + tree[cap:end]
+        return (ring_slice(self._times, cap, front, size),
+                ring_slice(self._fat.tree, cap, front, size, cap))
 
     # ------------------------------------------------------------------ insert
-    def insert(self, time: int, value: Any) -> None:
-        """Insert raw ``value`` at ``time`` (see :meth:`Window.insert`; same checks)."""
-        if type(time) is not int:
-            time = as_time(time)
-        size = self._size
-        if size and time < self._times[self._back()]:
-            raise OutOfOrderError(
-                f"{self.name!r} accepts in-order inserts only: time {time} is older than the "
-                f"youngest entry {self._times[self._back()]}; use 'fiba' or 'reactive' for "
-                f"out-of-order data")
-        self._insert_lifted(time, self._lift(value))
-
     def _insert_lifted(self, time: int, value: Any) -> None:
         fat = self._fat
         size = self._size
@@ -152,42 +124,24 @@ class FlatFat(Window):
         total = size + len(batch)
         if total > cap:
             # The capacity a run of single inserts would reach, in one rebuild.
-            while cap < total:
-                cap += cap
-            self._resize(cap, batch)
+            self._resize(grown_capacity(cap, total), batch)
             return
-        times = self._times
         slot = self._front + size
-        if slot >= cap:
-            slot -= cap
-        for time, value in batch:
-            fat.set(slot, value)
-            times[slot] = time
-            slot += 1
-            if slot == cap:
-                slot = 0
+        fat.write(slot, [value for _, value in batch])
+        ring_assign(self._times, cap, slot, [time for time, _ in batch])
         self._size = total
         self._cache = NO_CACHE
 
     # ------------------------------------------------------------------ evict
     def evict(self) -> None:
-        """Remove the oldest entry; :class:`EmptyWindowError` if empty."""
-        size = self._size
-        if not size:
-            raise EmptyWindowError(f"evict() on an empty {self.name!r} window")
+        """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
+        if not self._size:
+            raise self._empty_evict()
         fat = self._fat
-        front = self._front
-        fat.set(front, EMPTY)
-        size -= 1
-        self._size = size
-        self._cache = NO_CACHE
+        fat.set(self._front, EMPTY)
+        self._pop_front(1)
         cap = fat.capacity
-        if not size:
-            self._front = 0
-        else:
-            front += 1
-            self._front = 0 if front == cap else front
-        if 4 * size < cap and cap > self._min_capacity:   # strict < cap/4 (pitfall 8)
+        if 4 * self._size < cap and cap > self._min_capacity:   # strict < cap/4 (pitfall 8)
             # If combine fails on a live value, the eviction is done anyway: the shrink only
             # saves memory, and the error resurfaces at the next query.
             with suppress(Exception):
@@ -196,9 +150,9 @@ class FlatFat(Window):
     def bulk_evict(self, time: int) -> int:
         """Remove every entry with ``entry.time <= time``; returns how many were removed.
 
-        Writes :data:`EMPTY` to the evicted leaves; their propagation needs ``combine`` only
-        on the O(log n) nodes where evicted and live leaves meet. Shrinks as far as single
-        evictions would, with one rebuild.
+        Clears the evicted leaves with :meth:`FlatFAT.clear` (no per-leaf work in Python);
+        the next query recomputes only the O(log n) nodes where evicted and live leaves meet.
+        Shrinks as far as single evictions would, with one rebuild.
         """
         if type(time) is not int:
             time = as_time(time)
@@ -208,10 +162,7 @@ class FlatFat(Window):
         fat = self._fat
         size = self._size - count
         cap = fat.capacity
-        new_cap = cap
-        while 4 * size < new_cap and new_cap > self._min_capacity:
-            new_cap >>= 1
-        front = self._front
+        new_cap = shrunk_capacity(cap, size, self._min_capacity)
         if new_cap != cap or not size:
             times, values = self._live()
             try:
@@ -219,47 +170,9 @@ class FlatFat(Window):
                 return count
             except Exception:
                 pass    # as in evict: evict without shrinking; the query will raise
-        slot = front
-        for _ in range(count):
-            fat.set(slot, EMPTY)
-            slot += 1
-            if slot == cap:
-                slot = 0
-        self._front = slot
-        self._size = size
-        self._cache = NO_CACHE
+        fat.clear(self._front, count)
+        self._pop_front(count)
         return count
-
-    def _count_through(self, time: int) -> int:
-        """How many entries have ``entry.time <= time`` (binary search on the two runs)."""
-        size = self._size
-        if not size:
-            return 0
-        times = self._times
-        front = self._front
-        end = front + size
-        cap = self._fat.capacity
-        if end <= cap:
-            return bisect_right(times, time, front, end) - front
-        # Wrapped: slots [front, cap) then [0, end - cap).
-        if times[cap - 1] > time:
-            return bisect_right(times, time, front, cap) - front
-        return cap - front + bisect_right(times, time, 0, end - cap)
-
-    def _count_before(self, time: int) -> int:
-        """How many entries have ``entry.time < time``."""
-        size = self._size
-        if not size:
-            return 0
-        times = self._times
-        front = self._front
-        end = front + size
-        cap = self._fat.capacity
-        if end <= cap:
-            return bisect_left(times, time, front, end) - front
-        if times[cap - 1] >= time:
-            return bisect_left(times, time, front, cap) - front
-        return cap - front + bisect_left(times, time, 0, end - cap)
 
     # ------------------------------------------------------------------ resize
     def _resize(self, capacity: int, extra: list[tuple[int, Any]]) -> None:
@@ -298,8 +211,7 @@ class FlatFat(Window):
         if front + size <= cap:
             agg = fat.aggregate()   # other leaves are EMPTY: the root is the window
         else:
-            # Inverted buffer (section 5.1.2): back precedes front in slot order.
-            agg = self._combine(fat.suffix(front), fat.prefix(front + size - 1 - cap))
+            agg = fat.ring_range(front, size)   # inverted buffer: never the root
         self._cache = agg
         return agg
 
@@ -313,20 +225,11 @@ class FlatFat(Window):
         if type(time) is not int:
             time = as_time(time)
         size = self._size
-        skip = self._count_before(time)
+        skip = ring_bisect(bisect_left, self._times, time, self._front, size)
         if skip == 0:
             return self._lower(self._aggregate())
         if skip == size:
             return self._lower(self._identity)
-        fat = self._fat
-        cap = fat.capacity
-        start = self._front + skip
-        back = self._front + size - 1
-        if back < cap:                        # not wrapped
-            agg = fat.range(start, back)
-        elif start >= cap:                    # the range lies in the wrapped part
-            agg = fat.range(start - cap, back - cap)
-        else:
-            agg = self._combine(fat.suffix(start), fat.prefix(back - cap))
+        agg = self._fat.ring_range(self._front + skip, size - skip)
         return self._lower(agg)
 

@@ -38,17 +38,22 @@ Path compression overwrites ``partials``, so the lifted values are kept in a thi
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from swag_core.aggregation import Aggregation
-from swag_core.algorithms._queues import NO_CACHE
-from swag_core.errors import EmptyWindowError, OutOfOrderError
-from swag_core.window import Window, as_time
+from swag_core.algorithms._queues import (
+    NO_CACHE,
+    RingWindow,
+    grown_capacity,
+    ring_assign,
+    ring_slice,
+    shrunk_capacity,
+)
+from swag_core.window import as_time
 
 
-class FlatFit(Window):
+class FlatFit(RingWindow):
     """FlatFIT sliding window: amortized O(1) ``combine`` calls (3 per slide, n - 1 worst).
 
     Args:
@@ -81,57 +86,20 @@ class FlatFit(Window):
         self._cache: Any = NO_CACHE
 
     # ------------------------------------------------------------------ sizes and times
-    def __len__(self) -> int:
-        return self._size
-
     @property
     def capacity(self) -> int:
         """Current number of slots of the circular arrays."""
         return len(self._times)
 
-    def _back(self) -> int:
-        back = self._front + self._size - 1
-        cap = len(self._times)
-        return back - cap if back >= cap else back
-
-    def oldest(self) -> int:
-        """Time of the oldest entry; :class:`EmptyWindowError` if empty."""
-        if not self._size:
-            raise EmptyWindowError(f"oldest() of an empty {self.name!r} window")
-        return self._times[self._front]
-
-    def youngest(self) -> int:
-        """Time of the youngest entry; :class:`EmptyWindowError` if empty."""
-        if not self._size:
-            raise EmptyWindowError(f"youngest() of an empty {self.name!r} window")
-        return self._times[self._back()]
-
     def items(self) -> Iterator[tuple[int, Any]]:
         """``(time, lifted value)`` pairs, oldest first (a snapshot)."""
         cap = len(self._times)
-        times = self._times
-        values = self._values
-        out = []
-        slot = self._front
-        for _ in range(self._size):
-            out.append((times[slot], values[slot]))
-            slot += 1
-            if slot == cap:
-                slot = 0
-        return iter(out)
+        front = self._front
+        size = self._size
+        return zip(ring_slice(self._times, cap, front, size),
+                   ring_slice(self._values, cap, front, size), strict=True)
 
     # ------------------------------------------------------------------ insert
-    def insert(self, time: int, value: Any) -> None:
-        """Insert raw ``value`` at ``time`` (see :meth:`Window.insert`; same checks)."""
-        if type(time) is not int:
-            time = as_time(time)
-        if self._size and time < self._times[self._back()]:
-            raise OutOfOrderError(
-                f"{self.name!r} accepts in-order inserts only: time {time} is older than the "
-                f"youngest entry {self._times[self._back()]}; use 'fiba' or 'reactive' for "
-                f"out-of-order data")
-        self._insert_lifted(time, self._lift(value))
-
     def _insert_lifted(self, time: int, value: Any) -> None:
         size = self._size
         cap = len(self._times)
@@ -155,8 +123,7 @@ class FlatFit(Window):
         total = size + len(batch)
         cap = len(self._times)
         if total > cap:
-            while cap < total:
-                cap += cap
+            cap = grown_capacity(cap, total)
             self._rescale(cap)
         partials = self._partials
         values = self._values
@@ -178,23 +145,15 @@ class FlatFit(Window):
 
     # ------------------------------------------------------------------ evict
     def evict(self) -> None:
-        """Remove the oldest entry; :class:`EmptyWindowError` if empty."""
-        size = self._size
-        if not size:
-            raise EmptyWindowError(f"evict() on an empty {self.name!r} window")
+        """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
+        if not self._size:
+            raise self._empty_evict()
         front = self._front
         self._partials[front] = None      # release the references
         self._values[front] = None
-        size -= 1
-        self._size = size
-        self._cache = NO_CACHE
+        self._pop_front(1)
         cap = len(self._times)
-        if not size:
-            self._front = 0
-        else:
-            front += 1
-            self._front = 0 if front == cap else front
-        if 4 * size < cap and cap > self._min_capacity:
+        if 4 * self._size < cap and cap > self._min_capacity:
             self._rescale(max(cap >> 1, self._min_capacity))
 
     def bulk_evict(self, time: int) -> int:
@@ -202,37 +161,15 @@ class FlatFit(Window):
         (a binary search, then the front moves; no ``combine`` call)."""
         if type(time) is not int:
             time = as_time(time)
-        size = self._size
-        if not size:
-            return 0
-        times = self._times
-        front = self._front
-        cap = len(times)
-        end = front + size
-        if end <= cap:
-            count = bisect_right(times, time, front, end) - front
-        elif times[cap - 1] > time:
-            count = bisect_right(times, time, front, cap) - front
-        else:
-            count = cap - front + bisect_right(times, time, 0, end - cap)
+        count = self._count_through(time)
         if not count:
             return 0
-        partials = self._partials
-        values = self._values
-        slot = front
-        for _ in range(count):
-            partials[slot] = None
-            values[slot] = None
-            slot += 1
-            if slot == cap:
-                slot = 0
-        size -= count
-        self._size = size
-        self._front = slot if size else 0
-        self._cache = NO_CACHE
-        new_cap = cap
-        while 4 * size < new_cap and new_cap > self._min_capacity:
-            new_cap = max(new_cap >> 1, self._min_capacity)
+        cap = len(self._times)
+        released = [None] * count
+        ring_assign(self._partials, cap, self._front, released)
+        ring_assign(self._values, cap, self._front, released)
+        self._pop_front(count)
+        new_cap = shrunk_capacity(cap, self._size, self._min_capacity)
         if new_cap != cap:
             self._rescale(new_cap)
         return count
@@ -243,17 +180,15 @@ class FlatFit(Window):
         old_cap = len(self._times)
         front = self._front
         size = self._size
-        order = [(front + k) % old_cap for k in range(size)]
         pad = capacity - size
-        partials = self._partials
-        pointers = self._pointers
-        self._partials = [partials[i] for i in order] + [None] * pad
-        self._values = [self._values[i] for i in order] + [None] * pad
-        self._times = [self._times[i] for i in order] + [0] * pad
+        self._partials = ring_slice(self._partials, old_cap, front, size) + [None] * pad
+        self._values = ring_slice(self._values, old_cap, front, size) + [None] * pad
+        self._times = ring_slice(self._times, old_cap, front, size) + [0] * pad
         # Pointers go forward, at most to the slot after the youngest entry, so
         # (pointer - front) mod old_cap is the new slot; 0 there means "after the youngest"
         # of a full buffer, i.e. `size`. A rescale always leaves a free slot (size < capacity).
-        self._pointers = [(pointers[i] - front) % old_cap or size for i in order] + [0] * pad
+        self._pointers = [(p - front) % old_cap or size
+                          for p in ring_slice(self._pointers, old_cap, front, size)] + [0] * pad
         self._front = 0
 
     # ------------------------------------------------------------------ query

@@ -35,19 +35,12 @@ from __future__ import annotations
 from abc import abstractmethod
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
 from swag_core.aggregation import Aggregation
-from swag_core.errors import EmptyWindowError, OutOfOrderError, PolicyError
+from swag_core.algorithms._queues import COMPACT_MIN, EMPTY
+from swag_core.errors import EmptyWindowError, PolicyError
 from swag_core.window import Window, as_time
-
-#: Marker for an empty slot / empty partial aggregate (the paper's ∅). Never passed to
-#: ``combine``: every combine site short-circuits it (note P7).
-_EMPTY: Final[Any] = object()
-
-#: The dead prefix of a level list is deleted once it is this long and at least as long as
-#: the live part.
-_COMPACT_MIN: Final = 64
 
 #: A slide policy: ``policy(total, agg_of_prefix) -> bool`` on raw (un-lowered) aggregates.
 Policy = Callable[[Any, Any], Any]
@@ -79,9 +72,12 @@ class _MtaBase(Window):
         self._clear()
 
     # ------------------------------------------------------------------ subclass hooks
-    @abstractmethod
     def _clear(self) -> None:
-        """Reset to the empty state."""
+        """Reset to the empty state (subclasses reset their own state too)."""
+        self._t = []
+        self._v = [[]]
+        self._base = [0]
+        self._lo0 = 0
 
     @abstractmethod
     def _drop(self, k: int) -> None:
@@ -94,6 +90,14 @@ class _MtaBase(Window):
     @abstractmethod
     def _live_range(self, level: int) -> tuple[int, int]:
         """Absolute ``[first, end)`` of the live elements of ``level``."""
+
+    @abstractmethod
+    def _build_above(self, changed: int) -> None:
+        """After a batch was appended to the leaves from absolute index ``changed`` on, give
+        the upper levels the state the single inserts would have reached."""
+
+    #: Batches shorter than this are inserted one by one (cheaper than the level rebuild).
+    _bulk_min: ClassVar[int]
 
     # ------------------------------------------------------------------ size and times
     def __len__(self) -> int:
@@ -125,10 +129,22 @@ class _MtaBase(Window):
             time = as_time(time)
         t = self._t
         if t and time < t[-1]:
-            raise OutOfOrderError(
-                f"{self.name!r} accepts in-order inserts only: time {time} is older than the "
-                f"youngest entry {t[-1]}; use 'fiba' or 'reactive' for out-of-order data")
+            raise self._out_of_order(time, t[-1])
         self._insert_lifted(time, self._lift(value))
+
+    def _bulk_insert_lifted(self, batch: list[tuple[int, Any]]) -> None:
+        """Append the batch to the leaves, then rebuild only the changed part of each level
+        above (see the class docstrings for the costs)."""
+        if len(batch) < self._bulk_min:
+            insert = self._insert_lifted
+            for time, value in batch:
+                insert(time, value)
+            return
+        leaves = self._v[0]
+        changed = self._base[0] + len(leaves)
+        self._t.extend([time for time, _ in batch])
+        leaves.extend([value for _, value in batch])
+        self._build_above(changed)
 
     def bulk_evict(self, time: int) -> int:
         """Remove every entry with ``entry.time <= time``; returns how many were removed.
@@ -182,7 +198,7 @@ class _MtaBase(Window):
         long enough (amortized O(1), no combine)."""
         row = self._v[level]
         i = lo - self._base[level]
-        if i >= _COMPACT_MIN and i + i >= len(row):
+        if i >= COMPACT_MIN and i + i >= len(row):
             del row[:i]
             self._base[level] += i
             if level == 0:
@@ -224,10 +240,10 @@ class _MtaBase(Window):
         """Raw aggregate of the leaves with absolute index in ``[a, b)`` (brute force)."""
         row = self._v[0]
         base = self._base[0]
-        acc = _EMPTY
+        acc = EMPTY
         for i in range(a, b):
             v = row[i - base]
-            acc = v if acc is _EMPTY else self._combine(acc, v)
+            acc = v if acc is EMPTY else self._combine(acc, v)
         return acc
 
 
@@ -256,13 +272,10 @@ class LogMta(_MtaBase):
     _total: Any
 
     def _clear(self) -> None:
-        self._t = []
-        self._v = [[]]
-        self._base = [0]
-        self._lo0 = 0
+        super()._clear()
         self._lo = [0]      # first live absolute index of level l >= 1 (index 0 unused)
         self._sh = [0]      # parent(x at level l - 1) = (x >> 1) + _sh[l]
-        self._total = _EMPTY
+        self._total = EMPTY
 
     def _live_range(self, level: int) -> tuple[int, int]:
         lo = self._lo0 if level == 0 else self._lo[level]
@@ -275,7 +288,7 @@ class LogMta(_MtaBase):
         below = v[0]
         below.append(value)
         total = self._total
-        if total is _EMPTY:
+        if total is EMPTY:
             self._total = value
             return
         combine = self._combine
@@ -320,23 +333,17 @@ class LogMta(_MtaBase):
             i = low - bb
             self._total = combine(below[i], below[i + 1])
 
-    def _bulk_insert_lifted(self, batch: list[tuple[int, Any]]) -> None:
-        """Append the batch to the leaves, then rebuild only the changed part of each level
-        (about m + h ``combine`` calls for m entries instead of m * h)."""
-        if len(batch) < 4:
-            insert = self._insert_lifted
-            for time, value in batch:
-                insert(time, value)
-            return
+    _bulk_min: ClassVar[int] = 4
+
+    def _build_above(self, changed: int) -> None:
+        """Rebuild only the changed part of each level (about m + h ``combine`` calls for m
+        entries instead of m * h); ``changed`` is the first changed position of the current
+        level."""
         v = self._v
         base = self._base
         lo = self._lo
         sh = self._sh
         combine = self._combine
-        leaves = v[0]
-        changed = base[0] + len(leaves)          # first changed position of the current level
-        self._t.extend([time for time, _ in batch])
-        leaves.extend([value for _, value in batch])
         h = len(v) - 1
         level = 0
         while True:
@@ -384,7 +391,7 @@ class LogMta(_MtaBase):
         elif n == 1:
             self._clear()
         else:
-            raise EmptyWindowError(f"evict() on an empty {self.name!r} window")
+            raise self._empty_evict()
 
     def _drop(self, k: int) -> None:
         v = self._v
@@ -411,7 +418,7 @@ class LogMta(_MtaBase):
         low = self._lo0
         below = v[0]
         i = low - base[0]
-        if i >= _COMPACT_MIN and i + i >= len(below):
+        if i >= COMPACT_MIN and i + i >= len(below):
             self._compact(0, low)
         bb = base[0]
         for level in range(1, h + 1):
@@ -423,7 +430,7 @@ class LogMta(_MtaBase):
             low = lo[level]
             below = v[level]
             i = low - base[level]
-            if i >= _COMPACT_MIN and i + i >= len(below):
+            if i >= COMPACT_MIN and i + i >= len(below):
                 self._compact(level, low)
             bb = base[level]
             below[low - bb] = val
@@ -433,7 +440,7 @@ class LogMta(_MtaBase):
     def query(self) -> Any:
         """``lower`` of the root pair's aggregate; ``lower(identity)`` when empty. O(1)."""
         total = self._total
-        return self._lower(self._identity if total is _EMPTY else total)
+        return self._lower(self._identity if total is EMPTY else total)
 
     # ------------------------------------------------------------------ slide policy
     def enforce(self, policy: Policy) -> int:
@@ -501,11 +508,11 @@ class LogMta(_MtaBase):
         rb = base[level]
         a = self._lo0 if level == 0 else lo[level]
         b = rb + len(row) - 1
-        acc = _EMPTY
+        acc = EMPTY
         while True:
             if b > a:
                 va = row[a - rb]
-                cand = va if acc is _EMPTY else combine(acc, va)
+                cand = va if acc is EMPTY else combine(acc, va)
                 if policy(total, cand):
                     acc = cand
                     x = b
@@ -563,7 +570,7 @@ class LogMta(_MtaBase):
 
         self._check_leaves(fail)
         if not self._t:
-            if self._total is not _EMPTY:
+            if self._total is not EMPTY:
                 fail("empty window with a total")
             return
         v = self._v
@@ -621,26 +628,36 @@ class Amta(_MtaBase):
     _cache: Any
 
     def _clear(self) -> None:
-        self._t = []
-        self._v = [[]]
-        self._base = [0]
-        self._lo0 = 0
-        self._r0 = _EMPTY        # aggregate of the oldest (leftmost) tree
-        self._r1 = _EMPTY        # aggregate of all the younger trees
+        super()._clear()
+        self._r0 = EMPTY        # aggregate of the oldest (leftmost) tree
+        self._r1 = EMPTY        # aggregate of all the younger trees
         self._stack = []         # S: leftmost tree minus its head leaf on top
-        self._cache = _EMPTY     # R0 (+) R1
+        self._cache = EMPTY     # R0 (+) R1
 
     def _live_range(self, level: int) -> tuple[int, int]:
         return self._lo0 >> level, self._base[level] + len(self._v[level])
 
     def _raw_total(self) -> Any:
         total = self._cache
-        if total is _EMPTY:
+        if total is EMPTY:
             r0 = self._r0
             r1 = self._r1
-            total = r0 if r1 is _EMPTY else self._combine(r0, r1)
+            total = r0 if r1 is EMPTY else self._combine(r0, r1)
             self._cache = total
         return total
+
+    def _first_leaf(self, level: int) -> int:
+        """Absolute index of the first leaf of tree(``level``), the tree whose root is the
+        tail pair of ``level`` (a level below the top)."""
+        return ((self._base[level] + len(self._v[level]) - 1) >> 1) << (level + 1)
+
+    def _tail_tree(self, level: int) -> Any:
+        """Aggregate of tree(``level``): the tail pair of ``level`` (below the top), whose e0
+        is live; a lone e0 when the last element is even."""
+        row = self._v[level]
+        if (self._base[level] + len(row)) & 1:
+            return row[-1]
+        return self._combine(row[-2], row[-1])
 
     # ------------------------------------------------------------------ result pair
     def _left(self) -> None:
@@ -652,29 +669,27 @@ class Amta(_MtaBase):
         combine = self._combine
         stack = self._stack
         stack.clear()
-        top = _EMPTY
+        top = EMPTY
         for level in range(len(v) - 1, -1, -1):
             x = lo0 >> level
             row = v[level]
             i = x - base[level] + 1
             if not x & 1 and i < len(row):
                 b = row[i]
-                top = b if top is _EMPTY else combine(b, top)   # b is older (note P15)
+                top = b if top is EMPTY else combine(b, top)   # b is older (note P15)
                 stack.append(top)
         head = v[0][lo0 - base[0]]
-        self._r0 = head if top is _EMPTY else combine(head, top)
+        self._r0 = head if top is EMPTY else combine(head, top)
 
     def _right(self) -> None:
         """compute_right_result (Algorithm 5, corrected by note P13): R1 from scratch over
         the tail pairs of every level below the top, older (higher) trees on the left."""
-        v = self._v
         combine = self._combine
-        r1 = _EMPTY
-        for level in range(len(v) - 1):
-            row = v[level]
-            last = self._base[level] + len(row) - 1
-            tree = combine(row[-2], row[-1]) if last & 1 else row[-1]
-            r1 = tree if r1 is _EMPTY else combine(tree, r1)
+        tail_tree = self._tail_tree
+        r1 = EMPTY
+        for level in range(len(self._v) - 1):
+            tree = tail_tree(level)
+            r1 = tree if r1 is EMPTY else combine(tree, r1)
         self._r1 = r1
 
     def _refresh_left(self) -> None:
@@ -700,13 +715,13 @@ class Amta(_MtaBase):
         v = self._v
         row = v[0]
         row.append(value)
-        self._cache = _EMPTY
-        if self._r0 is _EMPTY:
+        self._cache = EMPTY
+        if self._r0 is EMPTY:
             self._r0 = value
             return
         combine = self._combine
         r1 = self._r1
-        self._r1 = value if r1 is _EMPTY else combine(r1, value)   # Algorithm 3 line 3
+        self._r1 = value if r1 is EMPTY else combine(r1, value)   # Algorithm 3 line 3
         base = self._base
         h = len(v) - 1
         x = base[0] + len(row) - 1
@@ -734,24 +749,19 @@ class Amta(_MtaBase):
             row = v[level]
             row.append(val)                       # at position x (Invariant 3)
 
-    def _bulk_insert_lifted(self, batch: list[tuple[int, Any]]) -> None:
-        """Append the batch to the leaves, give every newly completed non-tail pair its
-        parent level by level (the state m single inserts reach), then rebuild R1, and R0
-        and S if the top level changed: about m + 3 log2(n) ``combine`` calls."""
-        if len(batch) < 8:
-            insert = self._insert_lifted
-            for time, value in batch:
-                insert(time, value)
-            return
+    _bulk_min: ClassVar[int] = 8
+
+    def _build_above(self, changed: int) -> None:
+        """Give every newly completed non-tail pair its parent level by level (the state m
+        single inserts reach), then rebuild R1, and R0 and S if the top level changed: about
+        m + 3 log2(n) ``combine`` calls for m entries."""
         v = self._v
         base = self._base
         combine = self._combine
         lo0 = self._lo0
-        self._t.extend([time for time, _ in batch])
-        v[0].extend([value for _, value in batch])
-        self._cache = _EMPTY
+        self._cache = EMPTY
         h = old_h = len(v) - 1
-        top_changed = self._r0 is _EMPTY
+        top_changed = self._r0 is EMPTY
         level = 0
         while True:
             row = v[level]
@@ -793,11 +803,11 @@ class Amta(_MtaBase):
             if n == 1:
                 self._clear()
                 return
-            raise EmptyWindowError(f"evict() on an empty {self.name!r} window")
+            raise self._empty_evict()
         self._lo0 = x + 1
-        self._cache = _EMPTY
+        self._cache = EMPTY
         stack = self._stack
-        self._r0 = stack.pop() if stack else _EMPTY
+        self._r0 = stack.pop() if stack else EMPTY
         h = len(v) - 1
         rb = base[0]
         exposed: list[Any] | None = None
@@ -827,14 +837,14 @@ class Amta(_MtaBase):
         if exposed:
             # update_stack (Algorithm 7): highest level first
             combine = self._combine
-            top = stack[-1] if stack else _EMPTY
+            top = stack[-1] if stack else EMPTY
             for b in reversed(exposed):
-                top = b if top is _EMPTY else combine(b, top)
+                top = b if top is EMPTY else combine(b, top)
                 stack.append(top)
         lo0 = self._lo0
         for lv in range(level + 1):
             i = (lo0 >> lv) - base[lv]
-            if i >= _COMPACT_MIN and i + i >= len(v[lv]):
+            if i >= COMPACT_MIN and i + i >= len(v[lv]):
                 self._compact(lv, lo0 >> lv)
 
     def _drop(self, k: int) -> None:
@@ -850,15 +860,14 @@ class Amta(_MtaBase):
         # the tree holding leaf f: tree(m) starts at the first leaf of level m's tail pair
         m = h
         while m:
-            start = ((base[m - 1] + len(v[m - 1]) - 1) >> 1) << m   # first leaf of tree(m-1)
-            if f < start:
+            if f < self._first_leaf(m - 1):
                 break
             m -= 1
         if m < h:
             del v[m + 1:]
             del base[m + 1:]
         self._lo0 = f
-        self._cache = _EMPTY
+        self._cache = EMPTY
         for level in range(m + 1):
             self._compact(level, f >> level)
         self._left()
@@ -869,7 +878,7 @@ class Amta(_MtaBase):
         """``lower(R0 (+) R1)``, cached until the next change; ``lower(identity)`` when
         empty. O(1)."""
         total = self._cache
-        if total is _EMPTY:
+        if total is EMPTY:
             if not self._t:
                 return self._lower(self._identity)
             total = self._raw_total()
@@ -896,11 +905,11 @@ class Amta(_MtaBase):
         i0 = self._lo0 - self._base[0]
         limit = min(n, n.bit_length())
         combine = self._combine
-        acc = _EMPTY
+        acc = EMPTY
         k = 0
         while k < limit:
             val = leaves[i0 + k]
-            cand = val if acc is _EMPTY else combine(acc, val)
+            cand = val if acc is EMPTY else combine(acc, val)
             if not policy(total, cand):
                 break
             acc = cand
@@ -927,16 +936,12 @@ class Amta(_MtaBase):
         combine = self._combine
         limit = lo0 + known
         h = len(v) - 1
-        acc = _EMPTY
+        acc = EMPTY
         j = h
         while j:                                  # whole trees, oldest first
-            end = ((base[j - 1] + len(v[j - 1]) - 1) >> 1) << j       # first leaf of tree(j-1)
-            if j == h:
-                tree = self._r0
-            else:
-                row = v[j]
-                tree = combine(row[-2], row[-1]) if (base[j] + len(row)) & 1 == 0 else row[-1]
-            cand = tree if acc is _EMPTY else combine(acc, tree)
+            end = self._first_leaf(j - 1)
+            tree = self._r0 if j == h else self._tail_tree(j)
+            cand = tree if acc is EMPTY else combine(acc, tree)
             if end <= limit or policy(total, cand):
                 acc = cand
                 j -= 1
@@ -953,7 +958,7 @@ class Amta(_MtaBase):
         while True:                               # Algorithm 2 inside tree(j)
             if b > a:
                 va = row[a - rb]
-                cand = va if acc is _EMPTY else combine(acc, va)
+                cand = va if acc is EMPTY else combine(acc, va)
                 if ((a + 1) << level) <= limit or policy(total, cand):
                     acc = cand
                     x = b
@@ -980,7 +985,7 @@ class Amta(_MtaBase):
         h = len(v) - 1
         j = h
         while j:
-            if s < ((base[j - 1] + len(v[j - 1]) - 1) >> 1) << j:
+            if s < self._first_leaf(j - 1):
                 break
             j -= 1
         acc = v[0][s - base[0]]
@@ -993,18 +998,16 @@ class Amta(_MtaBase):
             x >>= 1
         if j == h:
             r1 = self._r1
-            return acc if r1 is _EMPTY else combine(acc, r1)
+            return acc if r1 is EMPTY else combine(acc, r1)
         for level in range(j - 1, -1, -1):       # the younger trees, oldest first
-            row = v[level]
-            tree = combine(row[-2], row[-1]) if (base[level] + len(row)) & 1 == 0 else row[-1]
-            acc = combine(acc, tree)
+            acc = combine(acc, self._tail_tree(level))
         return acc
 
     # ------------------------------------------------------------------ invariants
     def result_pair(self) -> tuple[Any, Any]:
         """``(R0, R1)`` as raw aggregates, ``None`` for ∅ (for inspection and tests)."""
-        return (None if self._r0 is _EMPTY else self._r0,
-                None if self._r1 is _EMPTY else self._r1)
+        return (None if self._r0 is EMPTY else self._r0,
+                None if self._r1 is EMPTY else self._r1)
 
     def stack_entries(self) -> list[Any]:
         """The stack S, bottom first (for inspection and tests)."""
@@ -1029,7 +1032,7 @@ class Amta(_MtaBase):
 
         self._check_leaves(fail)
         if not self._t:
-            if (self._r0, self._r1, self._cache) != (_EMPTY, _EMPTY, _EMPTY) or self._stack:
+            if (self._r0, self._r1, self._cache) != (EMPTY, EMPTY, EMPTY) or self._stack:
                 fail("empty window with a result pair or stack")
             return
         v = self._v
@@ -1060,22 +1063,22 @@ class Amta(_MtaBase):
         if h and n < 1 << (h - 1):
             fail(f"height {h} too large for {n} entries")
         end = base[0] + len(self._t)
-        first_young = ((base[h - 1] + len(v[h - 1]) - 1) >> 1) << h if h else end
+        first_young = self._first_leaf(h - 1) if h else end
         if not same(self._r0, self._fold(lo0, first_young)):
             fail("R0 is not the aggregate of the oldest tree")
         if first_young == end:
-            if self._r1 is not _EMPTY:
+            if self._r1 is not EMPTY:
                 fail("R1 must be empty with a single tree")
         elif not same(self._r1, self._fold(first_young, end)):
             fail("R1 is not the aggregate of the younger trees")
         # S as Algorithm 4 builds it
         want_stack: list[Any] = []
-        top = _EMPTY
+        top = EMPTY
         for level in range(h, -1, -1):
             x = lo0 >> level
             if not x & 1 and x + 1 < base[level] + len(v[level]):
                 b = v[level][x + 1 - base[level]]
-                top = b if top is _EMPTY else combine(b, top)
+                top = b if top is EMPTY else combine(b, top)
                 want_stack.append(top)
         if len(want_stack) != len(self._stack) or not all(
                 same(a, b) for a, b in zip(self._stack, want_stack)):
@@ -1084,8 +1087,8 @@ class Amta(_MtaBase):
             fail("stack top is not the oldest tree without its head leaf")
         if not self._stack and first_young != lo0 + 1:
             fail("empty stack but the oldest tree has more than one leaf")
-        if self._cache is not _EMPTY:
+        if self._cache is not EMPTY:
             r1 = self._r1
-            want = self._r0 if r1 is _EMPTY else combine(self._r0, r1)
+            want = self._r0 if r1 is EMPTY else combine(self._r0, r1)
             if not same(self._cache, want):
                 fail("cached total differs from R0 (+) R1")

@@ -2,17 +2,17 @@
 "General Incremental Sliding-Window Aggregation", PVLDB 8(7) 2015, sections 4-5; note
 ``reactive-flatfat.md``).
 
-FlatFAT (paper section 4.3): a complete binary tree over ``cap`` leaves (``cap`` a power of two,
-pitfall 7) stored in one flat list ``t`` with 1-based heap numbering: root ``t[1]``, children of
-``v`` at ``2v`` and ``2v + 1``, leaf slot ``j`` (0-based) at ``t[cap + j]``. Every internal node
-is ``left (+) right`` of its children (invariant 4.1), hence the fold of its leaves in order.
+FlatFAT (paper section 4.3) is :class:`~swag_core.algorithms._fat.FlatFAT`, shared with the
+in-order ``flatfat`` window: a complete binary tree over ``cap`` leaves (``cap`` a power of
+two, pitfall 7) in one flat heap-ordered list, every internal node ``left (+) right`` of its
+children (invariant 4.1), hence the fold of its leaves in order.
 
 Reactive Aggregator (section 5.1.1): the leaves are a circular buffer. The window occupies the
 *span* of ``s`` slots from the front slot ``F`` (wrapping modulo ``cap``); logical position
 ``i`` of the span is slot ``(F + i) % cap``. Free slots and *holes* left by non-FIFO removals
-hold the paper's framework marker ``⊥`` (``_BOT``), short-circuited by every combine here
-(``x (+) ⊥ = x``), so the user's ``combine`` never sees it (pitfall 3). Both ends of the span
-are always entries: ``F`` and the back ``B`` skip holes (pitfall 11).
+hold the paper's ⊥, :data:`~swag_core.algorithms._queues.EMPTY`, short-circuited by every
+combine (``x (+) ⊥ = x``), so the user's ``combine`` never sees it (pitfall 3). Both ends of
+the span are always entries: ``F`` and the back ``B`` skip holes (pitfall 11).
 
 Differences from the paper, which keeps *arrival* order:
 
@@ -24,11 +24,10 @@ Differences from the paper, which keeps *arrival* order:
   reordering entries. A hole keeps a *ghost* time (its left neighbour's) so ``_times`` stays
   sorted.
 * ``remove(time)`` removes one entry anywhere (non-FIFO), leaving a hole.
-* Updates are batched as the paper's trigger does (section 2.3): leaves are written at once,
-  their slots are collected in a dirty set, and the next query runs Algorithm 2 once on the
-  whole batch (dirty parents deduplicated level by level, pitfalls 5 and 6), so m updates
-  between two queries cost at most ``m(1 + ceil(log2(cap/m)))`` combine calls (Theorem
-  4.2(ii)).
+* Updates are batched as the paper's trigger does (section 2.3): leaves are written at once
+  and the next query runs Algorithm 2 once on the whole batch (FlatFAT's lazy flush: dirty
+  parents deduplicated level by level, pitfalls 5 and 6), so m updates between two queries
+  cost at most ``m(1 + ceil(log2(cap/m)))`` combine calls (Theorem 4.2(ii)).
 * The paper's compact / resize policy (section 5.1.1, pitfalls 8-13) is kept: when the span is
   full, compact if ``n <= 3/4 cap`` (in place, walking circularly from ``F``: pitfall 9),
   else double; after an eviction, halve while ``n < 1/4 cap`` (down to ``min_capacity``).
@@ -40,33 +39,28 @@ import operator
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from itertools import pairwise, repeat
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
 from swag_core.aggregation import Aggregation
+from swag_core.algorithms._fat import FlatFAT, is_power_of_two
+from swag_core.algorithms._queues import (
+    EMPTY,
+    NO_CACHE,
+    grown_capacity,
+    ring_assign,
+    ring_bisect,
+    ring_slice,
+    shrunk_capacity,
+)
 from swag_core.errors import EmptyWindowError, EntryNotFoundError
 from swag_core.window import Window, as_time
 
-
-class _Bottom:
-    """The paper's ⊥ (section 5.1.1): marks free slots and holes; never given to ``combine``."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "⊥"
-
-
-_BOT: Final[Any] = _Bottom()
-_NO_CACHE: Final[Any] = object()
 _is = operator.is_
-
-
-def _first(pair: tuple[int, Any]) -> int:
-    return pair[0]
+_time_of = operator.itemgetter(0)
 
 
 def _power_of_two(x: Any) -> bool:
-    return type(x) is int and x >= 1 and x & (x - 1) == 0
+    return type(x) is int and is_power_of_two(x)
 
 
 class Reactive(Window):
@@ -120,20 +114,19 @@ class Reactive(Window):
         self._reset(capacity)
 
     def _reset(self, cap: int) -> None:
-        self._cap = cap
-        self._tree: list[Any] = [_BOT] * (2 * cap)
+        """An empty window on ``cap`` leaves."""
+        self._fat = FlatFAT(self._combine, cap)
         self._times: list[int] = [0] * cap
         self._front = 0
         self._span = 0
         self._n = 0
-        self._dirty: set[int] = set()
-        self._cache: Any = _NO_CACHE
+        self._cache: Any = NO_CACHE
 
     # ------------------------------------------------------------------ size and times
     @property
     def capacity(self) -> int:
         """Number of FlatFAT leaves (a power of two)."""
-        return self._cap
+        return self._fat.capacity
 
     def __len__(self) -> int:
         return self._n
@@ -148,7 +141,8 @@ class Reactive(Window):
         """Time of the youngest entry; :class:`EmptyWindowError` if empty."""
         if not self._n:
             raise EmptyWindowError("youngest() of an empty 'reactive' window")
-        return self._times[(self._front + self._span - 1) & (self._cap - 1)]
+        times = self._times
+        return times[(self._front + self._span - 1) & (len(times) - 1)]
 
     def items(self) -> Iterator[tuple[int, Any]]:
         """``(time, lifted value)`` pairs, oldest first."""
@@ -158,54 +152,24 @@ class Reactive(Window):
     # ------------------------------------------------------------------ positions
     def _bisect_right(self, time: int) -> int:
         """Logical position of the first slot of the span whose time is > ``time``."""
-        s = self._span
-        if not s:
-            return 0
-        front = self._front
-        cap = self._cap
-        times = self._times
-        end = front + s
-        if end <= cap:
-            return bisect_right(times, time, front, end) - front
-        # Wrapped: logical [0, cap - F) is slots [F, cap), the rest is slots [0, end - cap).
-        if time < times[0]:
-            return bisect_right(times, time, front, cap) - front
-        return bisect_right(times, time, 0, end - cap) + cap - front
+        return ring_bisect(bisect_right, self._times, time, self._front, self._span)
 
     def _bisect_left(self, time: int) -> int:
         """Logical position of the first slot of the span whose time is >= ``time``."""
-        s = self._span
-        if not s:
-            return 0
-        front = self._front
-        cap = self._cap
-        times = self._times
-        end = front + s
-        if end <= cap:
-            return bisect_left(times, time, front, end) - front
-        if time <= times[0]:
-            return bisect_left(times, time, front, cap) - front
-        return bisect_left(times, time, 0, end - cap) + cap - front
+        return ring_bisect(bisect_left, self._times, time, self._front, self._span)
 
     def _collect(self, lo: int, hi: int) -> tuple[list[int], list[Any]]:
         """Times and values of the entries at logical positions ``[lo, hi)``, holes dropped."""
-        cap = self._cap
-        t = self._tree
+        if lo >= hi:
+            return [], []
         times = self._times
-        a = self._front + lo
-        b = self._front + hi
-        if a >= cap:
-            a -= cap
-            b -= cap
-        if b <= cap:
-            vals = t[cap + a:cap + b]
-            keys = times[a:b]
-        else:
-            vals = t[cap + a:] + t[cap:b]
-            keys = times[a:] + times[:b - cap]
+        cap = len(times)
+        first = self._front + lo
+        vals = ring_slice(self._fat.tree, cap, first, hi - lo, cap)
+        keys = ring_slice(times, cap, first, hi - lo)
         if self._span != self._n:
-            bot = _BOT
-            kept = [i for i, v in enumerate(vals) if v is not bot]
+            empty = EMPTY
+            kept = [i for i, v in enumerate(vals) if v is not empty]
             if len(kept) != len(vals):
                 vals = [vals[i] for i in kept]
                 keys = [keys[i] for i in kept]
@@ -215,173 +179,42 @@ class Reactive(Window):
         """Number of holes at logical positions ``[lo, hi)`` (C-level scan, identity tests)."""
         if self._span == self._n:
             return 0
-        cap = self._cap
-        t = self._tree
-        a = self._front + lo
-        b = self._front + hi
-        if a >= cap:
-            a -= cap
-            b -= cap
-        if b <= cap:
-            return sum(map(_is, t[cap + a:cap + b], repeat(_BOT)))
-        return (sum(map(_is, t[cap + a:], repeat(_BOT)))
-                + sum(map(_is, t[cap:b], repeat(_BOT))))
+        cap = len(self._times)
+        leaves = ring_slice(self._fat.tree, cap, self._front + lo, hi - lo, cap)
+        return sum(map(_is, leaves, repeat(EMPTY)))
 
-    # ------------------------------------------------------------------ tree maintenance
-    def _mark(self, slot: int, k: int) -> None:
-        """Mark ``k`` consecutive slots from ``slot`` (circular) dirty."""
-        cap = self._cap
-        lo = cap + slot
-        hi = lo + k
-        dirty = self._dirty
-        if hi <= 2 * cap:
-            dirty.update(range(lo, hi))
-        else:
-            dirty.update(range(lo, 2 * cap))
-            dirty.update(range(cap, hi - cap))
+    # ------------------------------------------------------------------ slot runs
+    # FlatFAT.clear(slot, k) sets k slots from slot (circular) to ⊥ with no combine now and
+    # at most 2 log2(cap) per run at the next flush; the times stay (outside the span they are
+    # never read).
+    def _write(self, slot: int, keys: list[int], vals: list[Any]) -> None:
+        """Write entries into consecutive slots from ``slot`` (circular); they become dirty."""
+        self._fat.write(slot, vals)
+        ring_assign(self._times, len(self._times), slot, keys)
 
-    def _flush(self) -> None:
-        """Algorithm 2 (update) on the batch of dirty leaves: recompute their ancestors once
-        each, level by level (a parent set per level, deduplicated; pitfalls 5-6)."""
-        dirty = self._dirty
-        if not dirty:
-            return
-        t = self._tree
-        combine = self._combine
-        bot = _BOT
-        if len(dirty) <= 2:
-            # One or two leaves (the steady sliding case): walk both paths in lockstep until
-            # they meet, then one path; the same nodes as the level sets below.
-            a = min(dirty)
-            b = max(dirty)
-            dirty.clear()
-            while a > 1:
-                a >>= 1
-                b >>= 1
-                left = t[2 * a]
-                right = t[2 * a + 1]
-                if left is bot:
-                    t[a] = right
-                elif right is bot:
-                    t[a] = left
-                else:
-                    t[a] = combine(left, right)
-                if b != a:
-                    left = t[2 * b]
-                    right = t[2 * b + 1]
-                    if left is bot:
-                        t[b] = right
-                    elif right is bot:
-                        t[b] = left
-                    else:
-                        t[b] = combine(left, right)
-            return
-        level = sorted(dirty)
-        dirty.clear()
-        while True:
-            parents: list[int] = []
-            append = parents.append
-            last = 0
-            for v in level:
-                p = v >> 1
-                if p != last:
-                    last = p
-                    append(p)
-                    left = t[2 * p]
-                    right = t[2 * p + 1]
-                    if left is bot:
-                        t[p] = right
-                    elif right is bot:
-                        t[p] = left
-                    else:
-                        t[p] = combine(left, right)
-            if last == 1:
-                return
-            level = parents
+    def _shift(self, slot: int, k: int, step: int) -> None:
+        """Move the ``k`` slots from ``slot`` (circular), times and leaves, one slot right
+        (``step`` 1) or left (-1), to open a slot for an out-of-order insert (the runs are
+        copied before they are written, so they may overlap)."""
+        fat = self._fat
+        times = self._times
+        cap = len(times)
+        dst = (slot + step) & (cap - 1)
+        fat.write(dst, ring_slice(fat.tree, cap, slot, k, cap))
+        ring_assign(times, cap, dst, ring_slice(times, cap, slot, k))
 
-    def _range(self, lo: int, hi: int) -> Any:
-        """Aggregate of leaf slots ``[lo, hi)`` (``_BOT`` if all empty), at most
-        ``2 log2(cap)`` calls; ``prefix`` / ``suffix`` of Algorithm 3 are special cases.
-        The left accumulator appends and the right one prepends (pitfall 2)."""
-        t = self._tree
-        combine = self._combine
-        bot = _BOT
-        lo += self._cap
-        hi += self._cap
-        left = right = bot
-        while lo < hi:
-            if lo & 1:
-                x = t[lo]
-                if x is not bot:
-                    left = x if left is bot else combine(left, x)
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                x = t[hi]
-                if x is not bot:
-                    right = x if right is bot else combine(x, right)
-            lo >>= 1
-            hi >>= 1
-        if left is bot:
-            return right
-        if right is bot:
-            return left
-        return combine(left, right)
-
-    def _prefix(self, slot: int) -> Any:
-        """Algorithm 3, ``prefix``: slots ``[0, slot]``; the left sibling is *prepended*
-        (pitfall 2). At most log2(cap) calls; ``_BOT`` if all empty."""
-        t = self._tree
-        combine = self._combine
-        bot = _BOT
-        v = self._cap + slot
-        acc = t[v]
-        while v > 1:
-            if v & 1:
-                x = t[v - 1]
-                if x is not bot:
-                    acc = x if acc is bot else combine(x, acc)
-            v >>= 1
-        return acc
-
-    def _suffix(self, slot: int) -> Any:
-        """``suffix`` (symmetric to Algorithm 3): slots ``[slot, cap)``; the right sibling is
-        *appended*. At most log2(cap) calls; ``_BOT`` if all empty."""
-        t = self._tree
-        combine = self._combine
-        bot = _BOT
-        v = self._cap + slot
-        acc = t[v]
-        while v > 1:
-            if not v & 1:
-                x = t[v + 1]
-                if x is not bot:
-                    acc = x if acc is bot else combine(acc, x)
-            v >>= 1
-        return acc
-
+    # ------------------------------------------------------------------ resize and compact
     def _build(self, keys: list[int], vals: list[Any], cap: int) -> None:
         """Resize: a new FlatFAT of ``cap`` leaves holding the entries in slots ``[0, n)``
-        (Algorithm 1, restricted to the ancestors of the occupied leaves: n - 1 calls)."""
-        self._reset(cap)
+        (Algorithm 1, restricted to the ancestors of the occupied leaves: n - 1 calls).
+        ``keys`` (a fresh list) becomes the times; nothing changes if ``combine`` raises."""
+        self._fat.rebuild(vals, cap)
         n = len(vals)
-        if not n:
-            return
-        t = self._tree
-        t[cap:cap + n] = vals
-        self._times[:n] = keys
+        keys.extend([0] * (cap - n))
+        self._times = keys
+        self._front = 0
         self._span = self._n = n
-        combine = self._combine
-        bot = _BOT
-        lo = cap
-        hi = cap + n - 1
-        while lo > 1:
-            lo >>= 1
-            hi >>= 1
-            for v in range(lo, hi + 1):
-                # Leaves are filled from the left, so a left child here is never ⊥.
-                right = t[2 * v + 1]
-                t[v] = t[2 * v] if right is bot else combine(t[2 * v], right)
+        self._cache = NO_CACHE
 
     def _resize(self, cap: int) -> None:
         keys, vals = self._collect(0, self._span)
@@ -390,121 +223,65 @@ class Reactive(Window):
     def _compact(self) -> None:
         """Paper's compact (section 5.1.1) done along the circular order from ``F`` (pitfall 9):
         entries after the first hole move toward ``F``; changed leaves are batched."""
-        cap = self._cap
+        t = self._fat.tree
+        cap = len(self._times)
         mask = cap - 1
         front = self._front
         s = self._span
-        t = self._tree
-        times = self._times
-        bot = _BOT
         first = 1
-        while t[cap + ((front + first) & mask)] is not bot:
+        while t[cap + ((front + first) & mask)] is not EMPTY:
             first += 1
-        w = first
-        for i in range(first + 1, s):
-            j = (front + i) & mask
-            v = t[cap + j]
-            if v is not bot:
-                k = (front + w) & mask
-                t[cap + k] = v
-                times[k] = times[j]
-                w += 1
-        for i in range(w, s):
-            t[cap + ((front + i) & mask)] = bot
-        self._mark((front + first) & mask, s - first)
-        self._span = w
+        keys, vals = self._collect(first, s)
+        end = first + len(vals)
+        self._write((front + first) & mask, keys, vals)
+        self._fat.clear((front + end) & mask, s - end)
+        self._span = end
 
     def _make_room(self) -> None:
         """The span fills every slot: compact if ``n <= 3/4 cap``, else double (pitfall 8)."""
-        if 4 * self._n <= 3 * self._cap:
+        cap = self._fat.capacity
+        if 4 * self._n <= 3 * cap:
             self._compact()
         else:
-            self._resize(2 * self._cap)
+            self._resize(2 * cap)
 
-    def _shrink_if_sparse(self) -> bool:
+    def _shrink_if_sparse(self) -> None:
         """After evictions: halve while ``n < 1/4 cap`` (strict; pitfall 8), not below
-        ``min_capacity``. Returns True if the structure was rebuilt."""
-        n = self._n
-        cap = self._cap
-        if 4 * n >= cap or cap <= self._min_capacity:
-            return False
-        new = cap
-        while new > self._min_capacity and 4 * n < new:
-            new >>= 1
-        self._resize(new)
-        return True
-
-    def _clear(self, slot: int, k: int) -> None:
-        """Set ``k`` consecutive slots from ``slot`` (circular) to ⊥. Every node whose leaves
-        all lie in the range becomes ⊥ by slice assignment (no combine); only the ancestors
-        of the two end leaves are left to the next flush (at most 2 log2(cap) calls)."""
-        cap = self._cap
-        lo = cap + slot
-        hi = lo + k
-        if hi <= 2 * cap:
-            self._clear_leaves(lo, hi)
-        else:
-            self._clear_leaves(lo, 2 * cap)
-            self._clear_leaves(cap, hi - cap)
-
-    def _clear_leaves(self, lo: int, hi: int) -> None:
-        t = self._tree
-        self._dirty.add(lo)
-        self._dirty.add(hi - 1)
-        bot = _BOT
-        while lo < hi:
-            t[lo:hi] = [bot] * (hi - lo)
-            lo = (lo + 1) >> 1  # parents whose both children are cleared
-            hi >>= 1
-
-    def _write(self, slot: int, keys: list[int], vals: list[Any]) -> None:
-        """Write entries into consecutive slots from ``slot`` (circular); marks them dirty."""
-        cap = self._cap
-        t = self._tree
-        times = self._times
-        k = len(vals)
-        end = slot + k
-        if end <= cap:
-            t[cap + slot:cap + end] = vals
-            times[slot:end] = keys
-        else:
-            c = cap - slot
-            t[cap + slot:] = vals[:c]
-            t[cap:end] = vals[c:]
-            times[slot:] = keys[:c]
-            times[:end - cap] = keys[c:]
-        self._mark(slot, k)
+        ``min_capacity``."""
+        cap = self._fat.capacity
+        new = shrunk_capacity(cap, self._n, self._min_capacity)
+        if new != cap:
+            self._resize(new)
 
     # ------------------------------------------------------------------ updates
     def _insert_lifted(self, time: int, value: Any) -> None:
-        self._cache = _NO_CACHE
-        if self._span == self._cap:
+        self._cache = NO_CACHE
+        fat = self._fat
+        if self._span == fat.capacity:
             self._make_room()
         s = self._span
-        cap = self._cap
+        times = self._times
+        cap = len(times)
         mask = cap - 1
         front = self._front
-        times = self._times
-        t = self._tree
         if not s or time >= times[(front + s - 1) & mask]:
             j = (front + s) & mask  # the paper's insert at the back
             times[j] = time
-            t[cap + j] = value
-            self._dirty.add(cap + j)
+            fat.set(j, value)
             self._span = s + 1
             self._n += 1
             return
         if time < times[front]:
             front = (front - 1) & mask  # a new oldest entry takes the free slot before F
             times[front] = time
-            t[cap + front] = value
-            self._dirty.add(cap + front)
+            fat.set(front, value)
             self._front = front
             self._span = s + 1
             self._n += 1
             return
         p = self._bisect_right(time)  # 0 < p < s: the new entry goes right before position p
-        bot = _BOT
+        t = fat.tree
+        empty = EMPTY
         # Nearest free slot: a hole at q >= p (or q == s, after B), or at h < p (or h == -1,
         # before F). The span is not full here, so both ends have a free slot.
         if s == self._n:
@@ -516,11 +293,11 @@ class Reactive(Window):
             d = 0
             while True:
                 q = p + d
-                if q == s or (q < s and t[cap + ((front + q) & mask)] is bot):
+                if q == s or (q < s and t[cap + ((front + q) & mask)] is empty):
                     right = True
                     break
                 q = p - 1 - d
-                if q == -1 or (q >= 0 and t[cap + ((front + q) & mask)] is bot):
+                if q == -1 or (q >= 0 and t[cap + ((front + q) & mask)] is empty):
                     right = False
                     break
                 d += 1
@@ -528,21 +305,9 @@ class Reactive(Window):
             if q == s:
                 self._span = s + 1
             # Move logical [p, q) one step right and write the new entry at p.
-            a = (front + p) & mask
-            b = (front + q) & mask
+            j = (front + p) & mask
             if q > p:
-                if a <= b:
-                    t[cap + a + 1:cap + b + 1] = t[cap + a:cap + b]
-                    times[a + 1:b + 1] = times[a:b]
-                else:
-                    for i in range(q, p, -1):
-                        dst = (front + i) & mask
-                        src = (dst - 1) & mask
-                        t[cap + dst] = t[cap + src]
-                        times[dst] = times[src]
-            times[a] = time
-            t[cap + a] = value
-            self._mark(a, q - p + 1)
+                self._shift(j, q - p, 1)
         else:
             if q == -1:
                 front = (front - 1) & mask
@@ -551,21 +316,11 @@ class Reactive(Window):
                 q = 0
                 p += 1
             # Move logical [q + 1, p) one step left and write the new entry at p - 1.
-            a = (front + q) & mask
-            b = (front + p - 1) & mask
             if p - 1 > q:
-                if a <= b:
-                    t[cap + a:cap + b] = t[cap + a + 1:cap + b + 1]
-                    times[a:b] = times[a + 1:b + 1]
-                else:
-                    for i in range(q, p - 1):
-                        dst = (front + i) & mask
-                        src = (dst + 1) & mask
-                        t[cap + dst] = t[cap + src]
-                        times[dst] = times[src]
-            times[b] = time
-            t[cap + b] = value
-            self._mark(a, p - q)
+                self._shift((front + q + 1) & mask, p - 1 - q, -1)
+            j = (front + p - 1) & mask
+        times[j] = time
+        fat.set(j, value)
         self._n += 1
 
     def _bulk_insert_lifted(self, batch: list[tuple[int, Any]]) -> None:
@@ -576,9 +331,9 @@ class Reactive(Window):
         if m == 1:
             self._insert_lifted(*batch[0])
             return
-        self._cache = _NO_CACHE
+        self._cache = NO_CACHE
         n = self._n
-        cap = self._cap
+        cap = self._fat.capacity
         total = n + m
         if total <= cap and n:
             s = self._span
@@ -594,7 +349,7 @@ class Reactive(Window):
                     end = p0 + len(mvals)
                     self._write((self._front + p0) & (cap - 1), mkeys, mvals)
                     if end < s:
-                        self._clear((self._front + end) & (cap - 1), s - end)
+                        self._fat.clear((self._front + end) & (cap - 1), s - end)
                     self._span = end
                 else:
                     keys, vals = self._collect(0, p1)
@@ -604,7 +359,7 @@ class Reactive(Window):
                     start = p1 - len(mvals)  # new front, as a logical position (may be < 0)
                     front = (self._front + start) & (cap - 1)
                     if start > 0:
-                        self._clear(self._front, start)
+                        self._fat.clear(self._front, start)
                     self._write(front, mkeys, mvals)
                     self._front = front
                     self._span = s - start
@@ -612,28 +367,25 @@ class Reactive(Window):
                 return
         keys, vals = self._collect(0, self._span)
         mkeys, mvals = _merge(keys, vals, batch)
-        new = cap
-        while new < total:
-            new <<= 1
-        self._build(mkeys, mvals, new)
+        self._build(mkeys, mvals, grown_capacity(cap, total))
 
     def evict(self) -> None:
         """Remove the oldest entry; :class:`EmptyWindowError` if empty."""
         n = self._n
         if not n:
-            raise EmptyWindowError("evict() on an empty 'reactive' window")
-        self._cache = _NO_CACHE
-        cap = self._cap
+            raise self._empty_evict()
+        self._cache = NO_CACHE
+        fat = self._fat
+        t = fat.tree
+        cap = fat.capacity
         mask = cap - 1
         front = self._front
-        t = self._tree
-        t[cap + front] = _BOT
-        self._dirty.add(cap + front)
+        fat.set(front, EMPTY)
         n -= 1
         s = self._span - 1
         front = (front + 1) & mask
-        bot = _BOT
-        while s and t[cap + front] is bot:  # skip holes: F stays on an entry (pitfall 11)
+        empty = EMPTY
+        while s and t[cap + front] is empty:  # skip holes: F stays on an entry (pitfall 11)
             front = (front + 1) & mask
             s -= 1
         self._front = front
@@ -652,28 +404,28 @@ class Reactive(Window):
         if type(time) is not int:
             time = as_time(time)
         s = self._span
-        cap = self._cap
+        fat = self._fat
+        t = fat.tree
+        cap = fat.capacity
         mask = cap - 1
         front = self._front
-        t = self._tree
         times = self._times
-        bot = _BOT
+        empty = EMPTY
         p = self._bisect_left(time)
-        while p < s and t[cap + ((front + p) & mask)] is bot:
+        while p < s and t[cap + ((front + p) & mask)] is empty:
             p += 1
         if p == s or times[(front + p) & mask] != time:
             raise EntryNotFoundError(f"'reactive' window has no entry at time {time}")
         if p == 0:
             self.evict()
             return
-        self._cache = _NO_CACHE
+        self._cache = NO_CACHE
         j = (front + p) & mask
-        t[cap + j] = bot
-        self._dirty.add(cap + j)
+        fat.set(j, empty)
         self._n -= 1
         if p == s - 1:
             s -= 1
-            while t[cap + ((front + s - 1) & mask)] is bot:  # B stays on an entry
+            while t[cap + ((front + s - 1) & mask)] is empty:  # B stays on an entry
                 s -= 1
             self._span = s
         else:
@@ -694,61 +446,54 @@ class Reactive(Window):
         n = self._n
         if not n or self._times[self._front] > time:
             return 0
-        self._cache = _NO_CACHE
+        self._cache = NO_CACHE
         s = self._span
         p = self._bisect_right(time)
+        cap = self._fat.capacity
         if p >= s:
-            new = self._cap
-            while new > self._min_capacity:
-                new >>= 1
-            self._reset(new)
+            self._reset(shrunk_capacity(cap, 0, self._min_capacity))
             return n
         removed = p - self._holes_in(0, p)
         n -= removed
-        cap = self._cap
         mask = cap - 1
         front = self._front
-        t = self._tree
-        bot = _BOT
-        while t[cap + ((front + p) & mask)] is bot:  # the new front skips holes
+        t = self._fat.tree
+        while t[cap + ((front + p) & mask)] is EMPTY:  # the new front skips holes
             p += 1
         self._n = n
-        if 4 * n < cap and cap > self._min_capacity:
+        new = shrunk_capacity(cap, n, self._min_capacity) if 4 * n < cap else cap
+        if new != cap:
             keys, vals = self._collect(p, s)
-            new = cap
-            while new > self._min_capacity and 4 * n < new:
-                new >>= 1
             self._build(keys, vals, new)
             return removed
-        self._clear(front, p)
+        self._fat.clear(front, p)
         self._front = (front + p) & mask
         self._span = s - p
         return removed
 
     # ------------------------------------------------------------------ queries
     def _aggregate(self) -> Any:
-        """The raw window aggregate (``_BOT`` when empty), after flushing the batch."""
+        """The raw window aggregate (``EMPTY`` when empty), after flushing the batch."""
         cache = self._cache
-        if cache is not _NO_CACHE:
+        if cache is not NO_CACHE:
             return cache
         if not self._n:
-            return _BOT
-        self._flush()
+            return EMPTY
+        fat = self._fat
         front = self._front
         end = front + self._span
-        cap = self._cap
+        cap = fat.capacity
         if end <= cap:
-            agg = self._tree[1]
+            agg = fat.aggregate()   # the leaves outside the span are ⊥: the root is the window
         else:
-            # Inverted buffer (section 5.1.2): suffix(F) (+) prefix(B), never the root.
-            agg = self._combine(self._suffix(front), self._prefix(end - cap - 1))
+            agg = fat.ring_range(front, self._span)  # inverted buffer: never the root
         self._cache = agg
         return agg
 
     def query(self) -> Any:
         """``lower(v_oldest (+) ... (+) v_youngest)``; ``lower(identity)`` when empty."""
         agg = self._aggregate()
-        return self._lower(self._identity if agg is _BOT else agg)
+        return self._lower(self._identity if agg is EMPTY else agg)
 
     def query_since(self, time: int) -> Any:
         """Lowered aggregate of the entries with ``entry.time >= time``: one range aggregate
@@ -761,23 +506,15 @@ class Reactive(Window):
         s = self._span
         if p >= s:
             return self._lower(self._identity)
-        self._flush()
-        cap = self._cap
-        a = (self._front + p) & (cap - 1)
-        b = a + s - p
-        if b <= cap:
-            agg = self._range(a, b)
-        else:
-            left = self._range(a, cap)
-            right = self._range(0, b - cap)
-            agg = right if left is _BOT else left if right is _BOT else self._combine(left, right)
-        return self._lower(self._identity if agg is _BOT else agg)
+        agg = self._fat.ring_range(self._front + p, s - p)
+        return self._lower(self._identity if agg is EMPTY else agg)
 
     # ------------------------------------------------------------------ debugging
     def _layout(self) -> tuple[int, int, list[Any]]:
         """``(F, B, leaves)`` with ``None`` for ⊥ slots (tests of the paper's Figure 5)."""
-        cap = self._cap
-        leaves = [None if v is _BOT else v for v in self._tree[cap:]]
+        fat = self._fat
+        cap = fat.capacity
+        leaves = [None if v is EMPTY else v for v in fat.tree[cap:]]
         back = (self._front + self._span - 1) & (cap - 1)
         return self._front, back, leaves
 
@@ -785,18 +522,20 @@ class Reactive(Window):
         """Raise ``AssertionError`` unless the structure is consistent: capacity a power of
         two within bounds, span and ends, ordering of times (ghost times included), ⊥
         outside the span, the shrink threshold, every tree node with no pending (dirty) leaf
-        below it equal to the fold of its leaves (all nodes after a query), and a cached
-        aggregate equal to the fold of the window. Values are compared with ``==``. Changes
-        nothing (no flush); costs up to ``cap + n`` combine calls. For tests."""
+        below it equal to the fold of its leaves (all nodes after a query,
+        :meth:`FlatFAT.check`), and a cached aggregate equal to the fold of the window.
+        Values are compared with ``==``. Changes nothing (no flush); costs up to ``cap + n``
+        combine calls. For tests."""
 
         def fail(msg: str) -> None:
             raise AssertionError(f"reactive invariant: {msg}")
 
-        bot = _BOT
-        cap = self._cap
+        empty = EMPTY
+        fat = self._fat
+        cap = fat.capacity
         if not _power_of_two(cap) or cap < self._min_capacity:
             fail(f"capacity {cap}")
-        t = self._tree
+        t = fat.tree
         if len(t) != 2 * cap or len(self._times) != cap:
             fail("array sizes")
         n, s, front = self._n, self._span, self._front
@@ -807,43 +546,30 @@ class Reactive(Window):
         mask = cap - 1
         slots = [(front + i) & mask for i in range(s)]
         leaves = [t[cap + j] for j in slots]
-        if s and (leaves[0] is bot or leaves[-1] is bot):
+        if s and (leaves[0] is empty or leaves[-1] is empty):
             fail("an end of the span is a hole")
-        if sum(v is not bot for v in leaves) != n:
+        if sum(v is not empty for v in leaves) != n:
             fail("entry count")
         keys = [self._times[j] for j in slots]
         if any(a > b for a, b in pairwise(keys)):
             fail(f"times out of order: {keys}")
         inside = set(slots)
-        if any(t[cap + j] is not bot for j in range(cap) if j not in inside):
+        if any(t[cap + j] is not empty for j in range(cap) if j not in inside):
             fail("a slot outside the span is not ⊥")
         if 4 * n < cap and cap > max(self._min_capacity, self._initial_capacity):
             fail(f"{n} entries in {cap} slots (below 1/4)")
-        if any(not cap <= h < 2 * cap for h in self._dirty):
-            fail("a dirty index is not a leaf")
-        stale: set[int] = set()
-        for h in self._dirty:
-            h >>= 1
-            while h and h not in stale:
-                stale.add(h)
-                h >>= 1
-        combine = self._combine
-        fresh = t[:]
-        for v in range(cap - 1, 0, -1):
-            left, right = fresh[2 * v], fresh[2 * v + 1]
-            want = right if left is bot else left if right is bot else combine(left, right)
-            fresh[v] = want
-            got = t[v]
-            if v not in stale and not (got is want or (got is not bot and want is not bot
-                                                       and got == want)):
-                fail(f"node {v} is {got!r}, its leaves fold to {want!r}")
+        try:
+            fat.check()
+        except AssertionError as error:
+            fail(str(error))
         cache = self._cache
-        if cache is not _NO_CACHE:
-            values = [v for v in leaves if v is not bot]
-            acc = values[0] if values else bot
+        if cache is not NO_CACHE:
+            values = [v for v in leaves if v is not empty]
+            acc = values[0] if values else empty
+            combine = self._combine
             for v in values[1:]:
                 acc = combine(acc, v)
-            if acc is bot or not cache == acc:  # noqa: SIM201 (only == is required)
+            if acc is empty or not cache == acc:  # noqa: SIM201 (only == is required)
                 fail(f"cached aggregate {cache!r}, the window folds to {acc!r}")
 
 
@@ -855,5 +581,5 @@ def _merge(keys: list[int], vals: list[Any],
         return [k for k, _ in batch], [v for _, v in batch]
     merged = list(zip(keys, vals, strict=True))
     merged += batch
-    merged.sort(key=_first)
+    merged.sort(key=_time_of)
     return [k for k, _ in merged], [v for _, v in merged]

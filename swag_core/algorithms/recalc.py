@@ -13,7 +13,7 @@ from functools import reduce
 from typing import Any, ClassVar
 
 from swag_core.aggregation import Aggregation
-from swag_core.algorithms._queues import COMPACT_MIN, FifoWindow
+from swag_core.algorithms._queues import FifoWindow
 from swag_core.window import as_time
 
 
@@ -28,6 +28,7 @@ class Recalc(FifoWindow):
     name: ClassVar[str] = "recalc"
     range_queries: ClassVar[bool] = True
     complexity: ClassVar[str] = "O(n) per query, O(1) per insert/evict (no combine)"
+    _fifo_lists: ClassVar[tuple[str, ...]] = ("_vals",)
 
     def __init__(self, aggregation: Aggregation) -> None:
         super().__init__(aggregation)
@@ -41,29 +42,8 @@ class Recalc(FifoWindow):
         self._times.extend([t for t, _ in batch])
         self._vals.extend([v for _, v in batch])
 
-    def evict(self) -> None:
-        """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
-        head = self._head
-        times = self._times
-        if head == len(times):
-            raise self._empty_evict()
-        head += 1
-        self._head = head
-        if head >= COMPACT_MIN and head + head >= len(times):
-            self._compact()
-
-    def bulk_evict(self, time: int) -> int:
-        """Remove every entry with ``entry.time <= time``; returns how many were removed."""
-        if type(time) is not int:
-            time = as_time(time)
-        count = self._count_through(time)
-        if count:
-            self._advance(count)
-        return count
-
-    def _compact(self) -> None:
-        del self._vals[:self._head]
-        super()._compact()
+    def _evict_prefix(self, count: int) -> None:
+        self._advance(count)
 
     def _fold_from(self, start: int) -> Any:
         vals = self._vals

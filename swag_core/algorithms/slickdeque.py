@@ -34,13 +34,10 @@ from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, cast
 
 from swag_core.aggregation import Aggregation
-from swag_core.algorithms._queues import NO_CACHE, FifoWindow
+from swag_core.algorithms._queues import COMPACT_MIN, NO_CACHE, FifoWindow
 from swag_core.errors import AlgorithmMismatchError, InvalidValueError
 from swag_core.window import as_time
 
-#: Deque nodes and re-based prefixes are compacted once the dead prefix is this long and at
-#: least as long as the live part.
-_COMPACT_MIN = 64
 #: Inv re-bases its prefixes once the entries folded into the origin exceed this many times
 #: the live entries.
 _REBASE_RATIO = 4
@@ -68,6 +65,7 @@ class SlickDeque(FifoWindow):
     complexity: ClassVar[str] = ("Inv: O(1) worst-case per operation; Non-Inv: O(1) amortized "
                                  "(<2 combines per insert), O(n) worst case; "
                                  "query_since O(log n)")
+    _fifo_lists: ClassVar[tuple[str, ...]] = ("_vals",)
 
     @classmethod
     def mismatch(cls, aggregation: Aggregation) -> str | None:
@@ -99,22 +97,9 @@ class SlickDeque(FifoWindow):
         self._impl: _Inv | _NonInv = (
             _Inv(self) if variant == "inv" else _NonInv(self))
         self._impl_insert = self._impl.insert
-        self._init_fifo()
         self._vals: list[Any] = []     # lifted values, parallel to _times
 
     # ------------------------------------------------------------------ contract
-    def insert(self, time: int, value: Any) -> None:
-        """Insert raw ``value`` at ``time`` (see :meth:`Window.insert`; same checks)."""
-        if type(time) is not int:
-            time = as_time(time)
-        times = self._times
-        if len(times) > self._head and time < times[-1]:
-            raise self._out_of_order(time)
-        value = self._lift(value)
-        self._impl_insert(time, value)
-        times.append(time)
-        self._vals.append(value)
-
     def _insert_lifted(self, time: int, value: Any) -> None:
         self._impl_insert(time, value)
         self._times.append(time)
@@ -125,30 +110,13 @@ class SlickDeque(FifoWindow):
         self._times.extend([t for t, _ in batch])
         self._vals.extend([v for _, v in batch])
 
-    def evict(self) -> None:
-        """Remove the oldest entry; :class:`EmptyWindowError` if empty."""
-        size = len(self._times) - self._head
-        if not size:
-            raise self._empty_evict()
-        if size == 1:
+    def _evict_prefix(self, count: int) -> None:
+        """``bulk_evict`` is a binary search, no ``combine``."""
+        if count == len(self._times) - self._head:
             self._clear()
         else:
-            self._impl.evict(1)
-            self._advance(1)
-
-    def bulk_evict(self, time: int) -> int:
-        """Remove every entry with ``entry.time <= time`` (binary search, no ``combine``);
-        returns how many were removed."""
-        if type(time) is not int:
-            time = as_time(time)
-        count = self._count_through(time)
-        if count == len(self._times) - self._head:
-            if count:
-                self._clear()
-        elif count:
             self._impl.evict(count)
             self._advance(count)
-        return count
 
     def _clear(self) -> None:
         """Evict everything (the lists are emptied at once; Inv restarts its origin)."""
@@ -158,9 +126,7 @@ class SlickDeque(FifoWindow):
         self._impl.clear()
 
     def _compact(self) -> None:
-        head = self._head
-        self._impl.compact(head)
-        del self._vals[:head]
+        self._impl.compact(self._head)   # before the lists lose their dead prefix
         super()._compact()
 
     def query(self) -> Any:
@@ -176,8 +142,7 @@ class SlickDeque(FifoWindow):
 
     def items(self) -> Iterator[tuple[int, Any]]:
         """``(time, lifted value)`` pairs, oldest first (a snapshot)."""
-        head = self._head
-        return zip(self._times[head:], self._vals[head:], strict=True)
+        return self._items_with(self._vals)
 
 
 class _Inv:
@@ -334,22 +299,9 @@ class _NonInv:
 
     def insert(self, time: int, value: Any) -> None:
         vals = self.vals
-        k = len(vals)
-        head = self.head
-        if k > head:
-            combine = self.combine
-            while True:     # _survivors, inlined: the hot path
-                tail = vals[k - 1]
-                winner = combine(tail, value)
-                if winner is tail:
-                    break
-                if winner is not value:
-                    raise self._not_selective(tail, value, winner)
-                k -= 1
-                if k == head:
-                    break
-            if k < len(vals):
-                del vals[k:], self.seq[k:], self.times[k:]
+        k = self._survivors(vals, self.head, value)
+        if k < len(vals):
+            del vals[k:], self.seq[k:], self.times[k:]
         vals.append(value)
         self.seq.append(self.next_seq)
         self.times.append(time)
@@ -393,7 +345,7 @@ class _NonInv:
         if len(seq) > head and seq[head] < first_live:
             head = bisect_left(seq, first_live, head)
             self.head = head
-            if head >= _COMPACT_MIN and head + head >= len(seq):
+            if head >= COMPACT_MIN and head + head >= len(seq):
                 del seq[:head], self.times[:head], self.vals[:head]
                 self.head = 0
 

@@ -13,8 +13,7 @@ from functools import reduce
 from typing import Any, ClassVar, cast
 
 from swag_core.aggregation import Aggregation
-from swag_core.algorithms._queues import COMPACT_MIN, FifoWindow
-from swag_core.window import as_time
+from swag_core.algorithms._queues import FifoWindow
 
 
 class SubtractOnEvict(FifoWindow):
@@ -31,6 +30,7 @@ class SubtractOnEvict(FifoWindow):
     name: ClassVar[str] = "soe"
     needs_invertible: ClassVar[bool] = True
     complexity: ClassVar[str] = "O(1) worst-case per operation (1 combine or 1 subtract)"
+    _fifo_lists: ClassVar[tuple[str, ...]] = ("_vals",)
 
     def __init__(self, aggregation: Aggregation) -> None:
         super().__init__(aggregation)
@@ -65,18 +65,9 @@ class SubtractOnEvict(FifoWindow):
             self._agg = self._identity
         else:
             self._agg = self._subtract(self._agg, self._vals[head])
-        head += 1
-        self._head = head
-        if head >= COMPACT_MIN and head + head >= size:
-            self._compact()
+        self._advance(1)
 
-    def bulk_evict(self, time: int) -> int:
-        """Remove every entry with ``entry.time <= time``; returns how many were removed."""
-        if type(time) is not int:
-            time = as_time(time)
-        count = self._count_through(time)
-        if not count:
-            return 0
+    def _evict_prefix(self, count: int) -> None:
         head = self._head
         vals = self._vals
         remaining = len(vals) - head - count
@@ -92,11 +83,6 @@ class SubtractOnEvict(FifoWindow):
                 agg = subtract(agg, vals[i])
             self._agg = agg
         self._advance(count)
-        return count
-
-    def _compact(self) -> None:
-        del self._vals[:self._head]
-        super()._compact()
 
     def query(self) -> Any:
         """``lower(v_oldest (+) ... (+) v_youngest)``; ``lower(identity)`` when empty."""

@@ -15,8 +15,7 @@ from itertools import chain
 from typing import Any, ClassVar
 
 from swag_core.aggregation import Aggregation
-from swag_core.algorithms._queues import COMPACT_MIN, NO_CACHE, FifoWindow
-from swag_core.window import as_time
+from swag_core.algorithms._queues import NO_CACHE, FifoWindow, suffix_sums
 
 
 class TwoStacks(FifoWindow):
@@ -50,73 +49,48 @@ class TwoStacks(FifoWindow):
         self._times.append(time)
         self._cache = NO_CACHE
 
-    def _flip_from(self, values: list[Any]) -> None:
-        """Push ``values`` (oldest first) onto the empty front stack, youngest first.
+    def _flip(self, start: int) -> None:
+        """Replace the front stack by the back stack's entries from position ``start`` on,
+        youngest pushed first; the back stack becomes empty.
 
         Each pushed value goes on the *left* of the aggregate below it (it is older):
-        ``agg <- v (+) Sigma_F`` (paper, Fig. 5 line 17). k values cost k - 1 calls.
+        ``agg <- v (+) Sigma_F`` (paper, Fig. 5 line 17). k values cost k - 1 calls; nothing
+        changes if ``combine`` raises.
         """
-        fv = self._fv
-        fa = self._fa
-        combine = self._combine
-        fv.extend(reversed(values))
-        it = iter(fv)
-        acc = next(it)
-        fa.append(acc)
-        append = fa.append
-        for value in it:
-            acc = combine(value, acc)
-            append(acc)
+        bv = self._bv
+        self._fa = suffix_sums(self._combine, bv, start, len(bv))
+        fv = bv[start:]
+        fv.reverse()
+        self._fv = fv
+        bv.clear()
+        self._ba.clear()
 
     def evict(self) -> None:
         """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
-        head = self._head
-        times = self._times
-        if head == len(times):
+        if self._head == len(self._times):
             raise self._empty_evict()
         fv = self._fv
         if not fv:
-            bv = self._bv
-            self._flip_from(bv)
-            bv.clear()
-            self._ba.clear()
+            self._flip(0)
+            fv = self._fv
         fv.pop()
         self._fa.pop()
         self._cache = NO_CACHE
-        head += 1
-        self._head = head
-        if head >= COMPACT_MIN and head + head >= len(times):
-            self._compact()
+        self._advance(1)
 
-    def bulk_evict(self, time: int) -> int:
-        """Remove every entry with ``entry.time <= time``; returns how many were removed.
-
-        Pops from the front stack while it lasts; if more go, the survivors of the back stack
-        are flipped once (their count minus one ``combine`` calls), never the evicted ones.
-        """
-        if type(time) is not int:
-            time = as_time(time)
-        count = self._count_through(time)
-        if not count:
-            return 0
+    def _evict_prefix(self, count: int) -> None:
+        """Pops from the front stack while it lasts; if more go, the survivors of the back
+        stack are flipped once (their count minus one ``combine`` calls), never the evicted
+        ones."""
         fv = self._fv
-        fa = self._fa
         front = len(fv)
         if count <= front:
             del fv[front - count:]
-            del fa[front - count:]
+            del self._fa[front - count:]
         else:
-            fv.clear()
-            fa.clear()
-            bv = self._bv
-            survivors = bv[count - front:]
-            bv.clear()
-            self._ba.clear()
-            if survivors:
-                self._flip_from(survivors)
+            self._flip(count - front)
         self._cache = NO_CACHE
         self._advance(count)
-        return count
 
     def query(self) -> Any:
         """``lower(Sigma_F (+) Sigma_B)``; cached until the next change."""

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import reduce
-from itertools import islice
 from typing import Any, ClassVar
 
 from swag_core.aggregation import Aggregation
-from swag_core.algorithms._queues import COMPACT_MIN, NO_CACHE, FifoWindow
-from swag_core.window import as_time
+from swag_core.algorithms._queues import NO_CACHE, FifoWindow, suffix_sums
 
 
 class TwoStacksLite(FifoWindow):
@@ -35,6 +33,8 @@ class TwoStacksLite(FifoWindow):
 
     name: ClassVar[str] = "two_stacks_lite"
     complexity: ClassVar[str] = "O(1) amortized per operation (worst case O(n) evict)"
+    _fifo_lists: ClassVar[tuple[str, ...]] = ("_vals",)
+    _fifo_positions: ClassVar[tuple[str, ...]] = ("_split",)
 
     def __init__(self, aggregation: Aggregation) -> None:
         super().__init__(aggregation)
@@ -44,24 +44,9 @@ class TwoStacksLite(FifoWindow):
         self._back_sum: Any = self._identity
         self._cache: Any = NO_CACHE
 
-    def insert(self, time: int, value: Any) -> None:
-        """Insert raw ``value`` at ``time`` (see :meth:`Window.insert`; same checks)."""
-        if type(time) is not int:
-            time = as_time(time)
-        times = self._times
-        if len(times) > self._head and time < times[-1]:
-            raise self._out_of_order(time)
-        value = self._lift(value)
-        vals = self._vals
-        # backSum <- backSum (+) v; no combine with the identity when the back stack is empty.
-        self._back_sum = (value if self._split == len(vals)
-                          else self._combine(self._back_sum, value))
-        vals.append(value)
-        times.append(time)
-        self._cache = NO_CACHE
-
     def _insert_lifted(self, time: int, value: Any) -> None:
         vals = self._vals
+        # backSum <- backSum (+) v; no combine with the identity when the back stack is empty.
         self._back_sum = (value if self._split == len(vals)
                           else self._combine(self._back_sum, value))
         vals.append(value)
@@ -80,69 +65,37 @@ class TwoStacksLite(FifoWindow):
         self._cache = NO_CACHE
 
     def _flip(self, start: int) -> None:
-        """Rebuild the (empty) front stack from the values ``[start, len)``, all of which
-        become front entries; the back stack becomes empty. k values cost k - 1 calls."""
+        """Replace the front stack by the values ``[start, len)``, all of which become front
+        entries (youngest first: each goes on the LEFT of the sum below); the back stack
+        becomes empty. k values cost k - 1 calls; nothing changes if ``combine`` raises."""
         vals = self._vals
         end = len(vals)
-        combine = self._combine
-        front = self._front
-        append = front.append
-        it = reversed(vals)          # youngest first: each goes on the LEFT of the sum below
-        acc = next(it)
-        append(acc)
-        for value in islice(it, end - start - 1):
-            acc = combine(value, acc)
-            append(acc)
+        self._front = suffix_sums(self._combine, vals, start, end)
         self._split = end
         self._back_sum = self._identity
 
     def evict(self) -> None:
         """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
         head = self._head
-        times = self._times
-        if head == len(times):
+        if head == len(self._times):
             raise self._empty_evict()
         if head == self._split:
             self._flip(head)
         self._front.pop()
         self._cache = NO_CACHE
-        head += 1
-        self._head = head
-        if head >= COMPACT_MIN and head + head >= len(times):
-            self._compact()
+        self._advance(1)
 
-    def bulk_evict(self, time: int) -> int:
-        """Remove every entry with ``entry.time <= time``; returns how many were removed.
-
-        Pops the front stack while it lasts; if more go, only the surviving back entries are
-        flipped (their count minus one ``combine`` calls).
-        """
-        if type(time) is not int:
-            time = as_time(time)
-        count = self._count_through(time)
-        if not count:
-            return 0
+    def _evict_prefix(self, count: int) -> None:
+        """Pops the front stack while it lasts; if more go, only the surviving back entries
+        are flipped (their count minus one ``combine`` calls)."""
         front = self._front
         size = len(front)
         if count <= size:
             del front[size - count:]
         else:
-            front.clear()
-            start = self._head + count
-            if start == len(self._vals):
-                self._split = start
-                self._back_sum = self._identity
-            else:
-                self._flip(start)
+            self._flip(self._head + count)
         self._cache = NO_CACHE
         self._advance(count)
-        return count
-
-    def _compact(self) -> None:
-        head = self._head
-        del self._vals[:head]
-        self._split -= head
-        super()._compact()
 
     def query(self) -> Any:
         """``lower(Sigma_front (+) back_sum)``; cached until the next change."""

@@ -7,6 +7,7 @@ change nothing); out-of-order algorithms get arbitrary times with many collision
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -178,3 +179,26 @@ def test_matches_brute_force(algorithm: str, case: Case) -> None:
         run_operations(data, algorithm, case)
 
     check()
+
+
+@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
+def test_deepcopy_keeps_the_markers(algorithm: str) -> None:
+    """A deep copy taken with pending work (dirty leaves, no cached aggregate) answers like
+    the original: the internal markers are compared with ``is`` and survive the copy."""
+    agg = next(a for a in (concat(), matgroup(), Max())
+               if ALGORITHMS[algorithm].mismatch(a) is None)
+    w = make_window(algorithm, agg)
+    model = Model(agg)
+    for t in range(40):
+        w.insert(t, t)
+        model.insert(t, t)
+    for _ in range(7):
+        w.evict()
+        model.evict()
+    w.insert(40, 40)
+    model.insert(40, 40)
+    twin = copy.deepcopy(w)
+    assert twin.query() == w.query() == model.query()
+    twin.insert(41, 41)
+    w.insert(41, 41)
+    assert twin.query() == w.query() and list(twin.items()) == list(w.items())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import operator
 import random
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -29,6 +30,14 @@ from swag_core import (
 )
 from swag_core.aggregations import Collect, Max, Sum
 from swag_core.algorithms._fat import EMPTY, FlatFAT
+from swag_core.algorithms._queues import (
+    grown_capacity,
+    ring_assign,
+    ring_bisect,
+    ring_runs,
+    ring_slice,
+    shrunk_capacity,
+)
 from swag_core.algorithms.flatfat import FlatFat
 from swag_core.algorithms.flatfit import FlatFit
 from swag_core.algorithms.slickdeque import SlickDeque
@@ -317,6 +326,111 @@ class TestFatTree:
         with pytest.raises(ValueError):
             FlatFAT(strcat(), 2, ["a", "b", "c"])
         assert repr(EMPTY) == "EMPTY"
+
+    def test_clear_recomputes_partly_cleared_ancestors(self) -> None:
+        """clear() empties the covered nodes by slice; the boundary leaf's parent, itself
+        covered, recomputes to the same EMPTY object, which would stop an ordinary flush and
+        leave the partly cleared ancestors (here the old maximum 9) stale."""
+        calls = [0]
+
+        def mx(a: Any, b: Any) -> Any:
+            assert a is not EMPTY and b is not EMPTY
+            calls[0] += 1
+            return b if b > a else a
+
+        fat = FlatFAT(mx, 8, [5, 1, 2, 9, 3, 4, 6, 7])
+        assert fat.aggregate() == 9
+        calls[0] = 0
+        fat.clear(2, 2)                      # leaves 2 and 3: node [2, 4) becomes EMPTY at once
+        assert fat.dirty_leaves() == [2, 3]
+        assert calls[0] == 0
+        assert fat.aggregate() == 7
+        assert calls[0] <= 2 * 3
+        fat.check()
+        fat.clear(6, 4)                      # wraps: leaves 6, 7, 0, 1
+        assert fat.aggregate() == 4 and fat.dirty_leaves() == []
+        fat.check()
+
+    def test_ring_writes_clears_and_shifts_against_brute_force(self) -> None:
+        """Random set / write / clear / move batches (wrapping runs), flushed with a
+        selective combine (early stops) and with strings, against the leaves' fold; the
+        flush stays within Theorem 4.2 (ii) for the distinct dirty leaves."""
+        rng = random.Random(12)
+        calls = [0]
+
+        def mx(a: Any, b: Any) -> Any:
+            assert a is not EMPTY and b is not EMPTY
+            calls[0] += 1
+            return b if b > a else a
+
+        def fold(part: list[Any]) -> Any:
+            live = [x for x in part if x is not EMPTY]
+            if not live:
+                return EMPTY
+            return "".join(live) if isinstance(live[0], str) else max(live)
+
+        for combine, make in ((mx, lambda: rng.randrange(50)),
+                              (strcat(calls), lambda: f"{rng.randrange(50)},")):
+            for cap in (1, 2, 4, 8, 32):
+                for _ in range(40):
+                    leaves = [make() if rng.random() < 0.8 else EMPTY for _ in range(cap)]
+                    fat = FlatFAT(combine, cap, leaves)
+                    for _ in range(rng.randint(1, 5)):
+                        kind = rng.randrange(4)
+                        first = rng.randrange(cap)
+                        count = rng.randint(0, cap)
+                        if kind == 0:
+                            fat.clear(first, count)
+                            for k in range(count):
+                                leaves[(first + k) % cap] = EMPTY
+                        elif kind == 1:
+                            new = [make() for _ in range(count)]
+                            fat.write(first, new)
+                            for k in range(count):
+                                leaves[(first + k) % cap] = new[k]
+                        elif kind == 2:     # a run moved by one slot, as reactive does
+                            step = rng.choice((1, -1))
+                            count = min(count, cap - 1)
+                            moved = [leaves[(first + k) % cap] for k in range(count)]
+                            fat.write((first + step) % cap,
+                                      [fat.leaf((first + k) % cap) for k in range(count)])
+                            for k in range(count):
+                                leaves[(first + step + k) % cap] = moved[k]
+                        else:
+                            i = rng.randrange(cap)
+                            leaves[i] = make()
+                            fat.set(i, leaves[i])
+                    m = len(fat.dirty_leaves())
+                    calls[0] = 0
+                    fat.flush()
+                    if m:
+                        assert calls[0] <= m * (1 + math.ceil(math.log2(cap / m)))
+                    fat.check()
+                    assert fat.aggregate() == fold(leaves)
+                    first = rng.randrange(cap)
+                    count = rng.randint(1, cap)
+                    part = [leaves[(first + k) % cap] for k in range(count)]
+                    assert fat.ring_range(first, count) == fold(part)
+
+    def test_many_writes_to_few_leaves_keep_the_bound(self) -> None:
+        """More pending writes than leaves: duplicates are dropped, so m rewrites of a few
+        leaves still flush within the bound for the distinct leaves."""
+        calls = [0]
+        fat = FlatFAT(strcat(calls), 64, [f"{i}," for i in range(64)])
+        for k in range(500):
+            fat.set(k % 3, f"x{k},")
+        assert fat.dirty_leaves() == [0, 1, 2] and fat.pending <= 64
+        calls[0] = 0
+        fat.flush()
+        assert calls[0] <= 3 * (1 + math.ceil(math.log2(64 / 3)))
+        fat.check()
+        for k in range(500):                 # more than half the leaves: one recomputation
+            fat.set(k % 40, f"y{k},")
+        assert fat.dirty_leaves() == list(range(64))
+        calls[0] = 0
+        fat.flush()
+        assert calls[0] == 63
+        fat.check()
 
     def test_unchanged_node_stops_propagation(self) -> None:
         counter = [0]
@@ -1212,3 +1326,34 @@ def test_flatfit_every_short_sequence_within_four_per_insert() -> None:
             else:
                 w.query()
             assert counter.calls <= 4 * inserts
+
+
+def test_ring_helpers_against_brute_force() -> None:
+    """The ring-buffer helpers shared by flatfat, flatfit and reactive."""
+    rng = random.Random(21)
+    for cap in (1, 2, 3, 8, 16):
+        for _ in range(200):
+            front = rng.randrange(cap)
+            size = rng.randint(0, cap)
+            window = sorted(rng.randrange(20) for _ in range(size))
+            times = [-1] * cap
+            for k, t in enumerate(window):
+                times[(front + k) % cap] = t
+            slot = front + rng.choice((0, cap))      # any slot < 2 * capacity
+            runs = ring_runs(cap, slot, size)
+            assert sum(b - a for a, b in runs) == size and len(runs) <= 2
+            assert ring_slice(times, cap, slot, size) == window
+            padded = ["x"] * 3 + times
+            assert ring_slice(padded, cap, front, size, 3) == window
+            for t in range(-1, 22):
+                assert ring_bisect(bisect_right, times, t, front, size) == bisect_right(window, t)
+                assert ring_bisect(bisect_left, times, t, front, size) == bisect_left(window, t)
+            target = list(times)
+            ring_assign(target, cap, front, [t + 100 for t in window])
+            assert ring_slice(target, cap, front, size) == [t + 100 for t in window]
+            assert [target[j] for j in range(cap) if target[j] == times[j]] == [
+                times[j] for j in range(cap) if (j - front) % cap >= size]
+    assert grown_capacity(8, 8) == 8 and grown_capacity(8, 9) == 16 and grown_capacity(3, 7) == 12
+    assert shrunk_capacity(64, 16, 1) == 64 and shrunk_capacity(64, 15, 1) == 32
+    assert shrunk_capacity(64, 0, 1) == 1 and shrunk_capacity(64, 0, 8) == 8
+    assert shrunk_capacity(10, 1, 3) == 3    # flatfit: any capacity, never below the minimum

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from swag_core import Aggregation, EmptyWindowError, InvalidTimeError, make_window
 from swag_core.aggregations import ArgMax, Collect, Max, MaxCount
-from swag_core.algorithms.reactive import _BOT, _NO_CACHE, Reactive
+from swag_core.algorithms._queues import EMPTY, NO_CACHE
+from swag_core.algorithms.reactive import Reactive
 from swag_core.errors import EntryNotFoundError
 
 from .helpers import Model, concat, counting, matmul
@@ -41,9 +42,9 @@ def log2(cap: int) -> int:
 
 def flush_calls(w: Reactive, counter: Any) -> tuple[int, int]:
     """(dirty leaves, combine calls) of the pending batched update."""
-    m = len(w._dirty)
+    m = len(w._fat.dirty_leaves())
     counter.reset()
-    w._flush()
+    w._fat.flush()
     return m, counter.reset()
 
 
@@ -58,15 +59,13 @@ def test_t1_new_costs_n_minus_1() -> None:
     agg, counter = counting(plain_concat())
     w = full_window(8, agg)
     assert counter.calls == 7  # W1 = {a,b,c,d}, W2 = {e,f}, W3 = {g}
-    assert w._tree[1] == "12345678"
+    assert w._fat.tree[1] == "12345678"
     assert w.query() == "12345678"
 
 
 def _write_leaf(w: Reactive, loc: int, value: str) -> None:
     """The paper's update() location loc (1-based): heap index h(leaf(loc)) = n + loc - 1."""
-    h = w.capacity + loc - 1
-    w._tree[h] = value
-    w._dirty.add(h)
+    w._fat.set(loc - 1, value)
 
 
 def test_t2_t3_t4_t5_update_and_prefix_suffix() -> None:
@@ -75,16 +74,17 @@ def test_t2_t3_t4_t5_update_and_prefix_suffix() -> None:
     counter.reset()
     for loc, value in [(1, "A"), (2, "B"), (4, "D"), (7, "G")]:
         _write_leaf(w, loc, value)
-    assert sorted(w._dirty) == [8, 9, 11, 14]  # T5: leaf(i) = 7 + i; parent(14) = 7 (d)
+    heap = [w.capacity + i for i in w._fat.dirty_leaves()]
+    assert heap == [8, 9, 11, 14]  # T5: leaf(i) = 7 + i; parent(14) = 7 (d)
     assert flush_calls(w, counter) == (4, 6)  # T2: W1 = {a,b,d}, W2 = {e,f}, W3 = {g}
     assert update_bound(4, 8) == 8
-    assert w._tree[1] == "AB3D56G8"
+    assert w._fat.tree[1] == "AB3D56G8"
     _write_leaf(w, 3, "C")
     assert flush_calls(w, counter) == (1, 3)  # T3: b, e, g
-    assert w._tree[1] == "ABCD56G8"
-    assert w._range(0, 7) == "ABCD56G"  # T4 prefix(7) = T(e) + T(c) + a[7]
+    assert w._fat.tree[1] == "ABCD56G8"
+    assert w._fat.prefix(6) == "ABCD56G"  # T4 prefix(7) = T(e) + T(c) + a[7]
     assert counter.reset() == 2
-    assert w._range(1, 8) == "BCD56G8"  # suffix(2)
+    assert w._fat.suffix(1) == "BCD56G8"  # suffix(2)
     assert counter.reset() == 2
     w.check_invariants()
 
@@ -135,7 +135,7 @@ def test_t7_figure_5_collect() -> None:
         (1, 0, [(9,), *leaves[1:]]),  # B = 0 precedes F = 1: inverted
     ]
     assert w.query() == [7, 3, 2, 9]
-    assert w._tree[1] == (9, 7, 3, 2)  # the naive root is wrong
+    assert w._fat.tree[1] == (9, 7, 3, 2)  # the naive root is wrong
     assert w.capacity == 4
     w.check_invariants()
 
@@ -150,7 +150,7 @@ def test_t8_argmax_tie_on_inverted_buffer() -> None:
     front, back, _ = w._layout()
     assert (front, back) == (1, 0)
     assert w.query() == (5, "x")  # first maximum in window order
-    assert w.aggregation.lower_fn(w._tree[1]) == (5, "y")  # the naive root
+    assert w.aggregation.lower_fn(w._fat.tree[1]) == (5, "y")  # the naive root
     w.remove(2)  # x
     assert w.query() == (5, "y")
     w.check_invariants()
@@ -164,7 +164,7 @@ def test_inverted_query_costs_at_most_2_log_cap_plus_1() -> None:
     for t in range(64, 200):
         w.evict()
         w.insert(t, t)
-        w._flush()
+        w._fat.flush()
         counter.reset()
         assert w.query() == "".join(f"{i};" for i in range(t - 63, t + 1))
         assert counter.reset() <= 2 * log2(64) + 1
@@ -310,14 +310,14 @@ def test_out_of_order_insert_moves_the_nearer_side() -> None:
     w.query()
     w.check_invariants()
     w.insert(195, "late")  # 2 younger entries move right: 3 dirty leaves
-    assert len(w._dirty) == 3
+    assert len(w._fat.dirty_leaves()) == 3
     m, calls = flush_calls(w, counter)
     assert calls <= update_bound(m, 128)
     w.insert(3, "early")  # 2 older entries move left (into the free slot before F)
-    assert len(w._dirty) == 3
+    assert len(w._fat.dirty_leaves()) == 3
     w.insert(-1, "oldest")  # no move at all
     w.insert(1000, "youngest")
-    assert len(w._dirty) == 5
+    assert len(w._fat.dirty_leaves()) == 5
     w.check_invariants()
     times = [t for t, _ in w.items()]
     assert times == sorted(times) and len(times) == 104
@@ -328,9 +328,9 @@ def test_out_of_order_insert_refills_the_nearest_hole() -> None:
     for t in range(40):
         w.insert(10 * t, t)
     w.remove(200)  # hole at logical 20
-    w._flush()
+    w._fat.flush()
     w.insert(215, "x")  # goes right before 220: the hole at 20 is 1 step left
-    assert len(w._dirty) == 2 and w._span == 40  # one entry moved, span unchanged
+    assert len(w._fat.dirty_leaves()) == 2 and w._span == 40  # one entry moved, span unchanged
     w.check_invariants()
     assert [t for t, _ in w.items()][19:23] == [190, 210, 215, 220]
 
@@ -456,7 +456,7 @@ def test_bulk_insert_is_one_batched_update() -> None:
     assert m == 24 + 24 and calls <= update_bound(m, 1024)  # only the younger side moved
     early = [(t, "early") for t in range(-5, 9)]
     w.bulk_insert(early)
-    assert len(w._dirty) == 14 + 5  # the older side moved (times 0..8)
+    assert len(w._fat.dirty_leaves()) == 14 + 5  # the older side moved (times 0..8)
     w.check_invariants()
     model = Model(concat())
     model.bulk_insert((t, t) for t in range(0, 1000, 2))
@@ -482,7 +482,7 @@ def test_query_since_cost() -> None:
     for t in range(256, 356):
         w.evict()
         w.insert(t, t)
-    w._flush()
+    w._fat.flush()
     for since in range(90, 360, 7):
         counter.reset()
         want = "".join(f"{i};" for i in range(max(since, 100), 356))
@@ -666,12 +666,12 @@ def test_check_invariants_detects_corruption() -> None:
         return w
 
     corruptions = [
-        lambda w: w._tree.__setitem__(3, "zz"),  # an internal node
+        lambda w: w._fat.tree.__setitem__(3, "zz"),  # an internal node
         lambda w: w._times.__setitem__(4, -1),  # time order
-        lambda w: w._tree.__setitem__(8 + 7, "x"),  # a leaf outside the span
+        lambda w: w._fat.tree.__setitem__(8 + 7, "x"),  # a leaf outside the span
         lambda w: setattr(w, "_n", 4),  # entry count
         lambda w: setattr(w, "_cache", "abcdef"),  # stale cache
-        lambda w: w._tree.__setitem__(8 + 5, _bottom()),  # the back is a hole
+        lambda w: w._fat.tree.__setitem__(8 + 5, EMPTY),  # the back is a hole
     ]
     for corrupt in corruptions:
         w = fresh()
@@ -679,12 +679,8 @@ def test_check_invariants_detects_corruption() -> None:
         with pytest.raises(AssertionError, match="reactive invariant"):
             w.check_invariants()
     w = fresh()
-    w._tree[8 + 1] = "B"  # a leaf rewritten but marked dirty: only its ancestors are pending
-    w._dirty.add(8 + 1)
-    w._cache = _NO_CACHE
+    w._fat.set(1, "B")  # a leaf rewritten and marked dirty: only its ancestors are pending
+    w._cache = NO_CACHE
     w.check_invariants()
     assert w.query() == "aBdef"
 
-
-def _bottom() -> Any:
-    return _BOT

@@ -32,7 +32,7 @@ from swag_core import (
     make_window,
 )
 from swag_core.aggregations import Max, Mean, Sum
-from swag_core.algorithms._queues import COMPACT_MIN
+from swag_core.algorithms._queues import COMPACT_MIN, suffix_sums
 
 from .helpers import Counter, Model, concat, counting, matgroup, matmul
 
@@ -849,3 +849,13 @@ def test_refused_inserts_change_nothing(name: str) -> None:
     if name != "recalc":
         with pytest.raises(UnsupportedQueryError):
             w.query_since(0)
+
+
+def test_suffix_sums_is_the_flip() -> None:
+    """The shared right-to-left fold of the Two-Stacks flip and the DABA rebuild: values go
+    on the left (non-commutative), k values cost k - 1 calls, an empty run costs none."""
+    agg, counter = counting(concat())
+    vals = [f"{i};" for i in range(6)]
+    assert suffix_sums(agg.combine, vals, 2, 6) == ["5;", "4;5;", "3;4;5;", "2;3;4;5;"]
+    assert counter.reset() == 3
+    assert suffix_sums(agg.combine, vals, 4, 4) == [] and counter.calls == 0
