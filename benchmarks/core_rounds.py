@@ -177,17 +177,20 @@ def _plot(rows: list[dict[str, Any]], path: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     for ax, agg_name in zip(axes, ("Sum", "BloomFilter")):
-        for algo in ALGORITHMS:
+        for i, algo in enumerate(ALGORITHMS):  # 13 algorithms: 20 distinct colours
             pts = sorted((r["n"], r["ns_per_round"]) for r in rows
                          if r["algorithm"] == algo and r["aggregation"] == agg_name)
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] / 1000 for p in pts], marker="o", label=algo)
+                ax.plot([p[0] for p in pts], [p[1] / 1000 for p in pts], label=algo,
+                        color=plt.get_cmap("tab20")(i), marker="osD^v<>ph*XP8"[i],
+                        linestyle="-" if i % 2 == 0 else "--")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("window size n")
         ax.set_ylabel("us per round")
         ax.set_title(f"{agg_name}: evict + insert + query")
         ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=7, ncol=2)
     axes[1].legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
