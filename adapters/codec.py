@@ -1,25 +1,57 @@
-"""The versioned state codec: event values and per-key metadata as UTF-8 JSON bytes.
+"""The versioned state codec: event values and per-key metadata as bytes.
 
-No pickle anywhere: decoding is ``json.loads`` plus a fixed set of type tags, so bytes that
-user data can influence never execute code. See ``docs/adapters.md`` ("State codec") for the
-format; this module is its reference implementation.
+No pickle anywhere: decoding is ``json.loads`` and ``struct`` unpacking plus a fixed set of
+type tags, so bytes that user data can influence never execute code. See
+``docs/adapters.md`` ("State codec") for the format; this module is its reference
+implementation.
 
-Values (codec version 1). JSON carries ``None``, ``bool``, ``int`` (any size), ``str``,
-finite ``float``, ``list`` and ``dict`` with ``str`` keys as themselves. Everything else is a
-one-key object whose key starts with ``$``:
+Event values (codec version 2) take one of three forms, told apart by the first byte:
 
-=========================  ==========================================
-Python value               encoded as
-=========================  ==========================================
-``float('nan')``, ±inf     ``{"$f": "nan"}``, ``{"$f": "inf"}``, ``{"$f": "-inf"}``
-``tuple``                  ``{"$t": [items...]}``
-``bytes``, ``bytearray``   ``{"$b": "<base64>"}`` (decodes to ``bytes``)
-other ``dict``             ``{"$d": [[key, value], ...]}`` (non-``str`` keys, or a key
-                           starting with ``$``)
-=========================  ==========================================
+* **packed flat record** (first byte ``0x01``): a ``dict`` with ``str`` keys whose values
+  are ``float``, ``int``, ``bool``, ``str`` or ``None``, at least one of them a ``float``.
+  Floats are stored as 8 IEEE-754 bytes (exact, NaN and infinities included), the other
+  values as a JSON array::
+
+      0x01 | u16 LE: len(H) | H: JSON ["<fmt>", key_1, ..., key_n] | float64 LE ... | JSON [...]
+
+  ``fmt`` has one character per key, in the dict's order: ``d`` (the next float64) or ``j``
+  (the next item of the trailing JSON array, present only if some key is ``j``);
+* **packed float** (first byte ``0x02``): a bare ``float`` as 8 IEEE-754 bytes;
+* **JSON** (version 1, still written for every other value): UTF-8 JSON. ``None``,
+  ``bool``, ``int`` (any size), ``str``, finite ``float``, ``list`` and ``dict`` with ``str``
+  keys are themselves; everything else is a one-key object whose key starts with ``$``:
+
+  =========================  ==========================================
+  Python value               encoded as
+  =========================  ==========================================
+  ``float('nan')``, ±inf     ``{"$f": "nan"}``, ``{"$f": "inf"}``, ``{"$f": "-inf"}``
+  ``tuple``                  ``{"$t": [items...]}``
+  ``bytes``, ``bytearray``   ``{"$b": "<base64>"}`` (decodes to ``bytes``)
+  other ``dict``             ``{"$d": [[key, value], ...]}`` (non-``str`` keys, or a key
+                             starting with ``$``)
+  =========================  ==========================================
+
+Why packed records: turning a float into its shortest decimal text (``repr``) costs several
+times more than everything else the driver does with an event; the typical event, a flat
+record of measurements, is packed without it. JSON text never starts with byte 0x01, 0x02 or
+0x03, so version 1 values decode unchanged.
 
 NumPy scalars are stored as the equal Python scalar (``numpy.int64(3)`` -> ``3``). Any other
 type raises :class:`~adapters.errors.CodecError`.
+
+Log entries (:func:`encode_entry` / :func:`decode_entry`): the driver writes one entry per
+call and key. An entry of one event holds the value's encoding; an entry of several events of
+the same call is a **segment** (first byte ``0x03``), their times and values column-wise::
+
+    0x03 | u32 LE n | 0x00 | n x int64 LE times          (arrival order)
+                    | 0x01 | u32 LE len | JSON [times]  (a time beyond 64 bits)
+         | 0x00 | JSON [value_1, ..., value_n]           (values in the JSON form above)
+         | 0x01 | u16 LE len(H) | H: JSON ["<fmt>", key_1, ..., key_k]
+                | per key of fmt "d": n x float64 LE | JSON [[column], ...] of the "j" keys
+                                                        (flat records, all with these keys)
+         | 0x02 | n x float64 LE                       (bare floats)
+
+The i-th event of a segment stored with ``seq = s`` has arrival number ``s + i``.
 """
 
 from __future__ import annotations
@@ -27,17 +59,28 @@ from __future__ import annotations
 import base64
 import json
 import math
+import operator
+import struct
+from collections.abc import Sequence
 from typing import Any
 
 from adapters.errors import CodecError, StateError
 
 #: Version of the value and metadata encoding written by this code.
-CODEC_VERSION = 1
-#: Versions this code can read.
-READABLE_VERSIONS = frozenset({1})
+CODEC_VERSION = 2
+#: Versions this code can read (version 1: JSON values only).
+READABLE_VERSIONS = frozenset({1, 2})
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False,
                           check_circular=False).encode
+
+_PACKED_RECORD = 1
+_PACKED_FLOAT = 2
+_FLOAT = struct.Struct("<d")
+_FLOAT_PREFIX = bytes([_PACKED_FLOAT])
+#: value types a packed record stores in its JSON part
+_JSON_SCALARS = frozenset({int, bool, str, type(None)})
+_MAX_HEADER = 0xFFFF
 
 
 def _float_tag(x: float) -> Any:
@@ -112,16 +155,356 @@ def from_json(obj: Any) -> Any:
     return obj
 
 
+# ------------------------------------------------------------------------- packed records
+_prefixes: dict[tuple[tuple[str, ...], str], bytes] = {}
+_structs: dict[int, struct.Struct] = {}
+
+
+def _record_prefix(keys: tuple[str, ...], fmt: str) -> bytes | None:
+    """``0x01 | u16 length | header`` of a packed record, or ``None`` if the header is too
+    long (or not encodable: the JSON path reports that)."""
+    prefix = _prefixes.get((keys, fmt))
+    if prefix is None:
+        try:
+            header = _dumps([fmt, *keys]).encode("utf-8")
+        except ValueError:  # e.g. a lone surrogate in a key
+            return None
+        if len(header) > _MAX_HEADER:
+            return None
+        prefix = bytes([_PACKED_RECORD]) + len(header).to_bytes(2, "little") + header
+        if len(_prefixes) >= 1024:
+            _prefixes.clear()
+        _prefixes[(keys, fmt)] = prefix
+    return prefix
+
+
+def _floats_struct(n: int) -> struct.Struct:
+    s = _structs.get(n)
+    if s is None:
+        s = struct.Struct(f"<{n}d")
+        if n <= 4096:
+            _structs[n] = s
+    return s
+
+
+def _pack_one(value: dict[Any, Any]) -> bytes | None:
+    """``value`` as a packed record, or ``None`` if it does not qualify."""
+    fmt = []
+    floats = []
+    others = []
+    for k, x in value.items():
+        if type(k) is not str:
+            return None
+        t = type(x)
+        if t is float:
+            fmt.append("d")
+            floats.append(x)
+        elif t in _JSON_SCALARS:
+            fmt.append("j")
+            others.append(x)
+        else:
+            return None
+    if not floats:
+        return None
+    prefix = _record_prefix(tuple(value), "".join(fmt))
+    if prefix is None:
+        return None
+    data = prefix + _floats_struct(len(floats)).pack(*floats)
+    if others:
+        try:
+            data += _dumps(others).encode("utf-8")
+        except ValueError:
+            return None
+    return data
+
+
+class Columns:
+    """The values of a batch and, computed once on demand, their field columns
+    (``[v[name] for v in values]``) and the set of types in each column: shared by the
+    driver's lifts and :func:`encode_entry`."""
+
+    __slots__ = ("_columns", "_types", "values")
+
+    def __init__(self, values: Sequence[Any]) -> None:
+        self.values = values
+        self._columns: dict[Any, list[Any]] = {}
+        self._types: dict[Any, set[type] | frozenset[type]] = {}
+
+    def column(self, name: Any) -> list[Any]:
+        """``[v[name] for v in values]`` (raises what ``v[name]`` raises)."""
+        col = self._columns.get(name)
+        if col is None:
+            col = self._columns[name] = list(map(operator.itemgetter(name), self.values))
+        return col
+
+    def types(self, name: Any) -> set[type] | frozenset[type]:
+        """The types of the values in column ``name``."""
+        types = self._types.get(name)
+        if types is None:
+            types = self._types[name] = types_of(self.column(name))
+        return types
+
+
+_ONLY_FLOAT = frozenset({float})
+_ONLY_INT = frozenset({int})
+_ONLY_DICT = frozenset({dict})
+
+
+def types_of(xs: Sequence[Any]) -> set[type] | frozenset[type]:
+    """``set(map(type, xs))``, faster for the usual one-type columns (counting identical
+    type objects needs no hashing)."""
+    tl = list(map(type, xs))
+    n = len(tl)
+    if n:
+        first = tl[0]
+        if tl.count(first) == n:
+            return _ONLY_FLOAT if first is float else _ONLY_INT if first is int else \
+                _ONLY_DICT if first is dict else frozenset((first,))
+    return set(tl)
+
+
+# ------------------------------------------------------------------------- log entries
+_SEGMENT = 3
+_SEGMENT_HEAD = struct.Struct("<BI")
+_TIMES_PACKED, _TIMES_JSON = 0, 1
+_BODY_JSON, _BODY_RECORDS, _BODY_FLOATS = 0, 1, 2
+_int64s: dict[int, struct.Struct] = {}
+
+
+def _int64_struct(n: int) -> struct.Struct:
+    s = _int64s.get(n)
+    if s is None:
+        s = struct.Struct(f"<{n}q")
+        if n <= 4096:
+            _int64s[n] = s
+    return s
+
+
+_bodies: dict[tuple[tuple[str, ...], str], bytes] = {}
+
+
+def _body_prefix(keys: tuple[str, ...], fmt: str) -> bytes | None:
+    """``kind | u16 length | header`` of a flat-record segment body (cached), or ``None``
+    if the header cannot be written (too long, or a lone surrogate in a key)."""
+    prefix = _bodies.get((keys, fmt))
+    if prefix is None:
+        try:
+            header = _dumps([fmt, *keys]).encode("utf-8")
+        except ValueError:
+            return None
+        if len(header) > _MAX_HEADER:
+            return None
+        prefix = bytes([_BODY_RECORDS]) + len(header).to_bytes(2, "little") + header
+        if len(_bodies) >= 1024:
+            _bodies.clear()
+        _bodies[(keys, fmt)] = prefix
+    return prefix
+
+
+def _records_body(columns: Columns) -> bytes | None:
+    """The flat-record body of a segment (``None`` if the values do not qualify)."""
+    values = columns.values
+    n = len(values)
+    keys = tuple(values[0])
+    if len(keys) == 1:
+        if list(map(len, values)).count(1) != n:
+            return None
+    elif not keys or set(map(tuple, values)) != {keys}:
+        return None
+    fmt = ""
+    floats = []
+    others = []
+    try:
+        if len(keys) == 1 and type(keys[0]) is str and columns.types(keys[0]) == _ONLY_FLOAT:
+            prefix = _body_prefix(keys, "d")  # the usual record: one float field
+            if prefix is not None:
+                return prefix + _floats_struct(n).pack(*columns.column(keys[0]))
+        for k in keys:
+            if type(k) is not str:
+                return None
+            types = columns.types(k)
+            if types == _ONLY_FLOAT:
+                fmt += "d"
+                floats.append(columns.column(k))
+            elif types <= _JSON_SCALARS:
+                fmt += "j"
+                others.append(columns.column(k))
+            else:
+                return None
+    except KeyError:  # not the same keys after all
+        return None
+    prefix = _body_prefix(keys, fmt)
+    if prefix is None:
+        return None
+    pack = _floats_struct(n).pack
+    parts = [prefix]
+    parts.extend([pack(*col) for col in floats])
+    if others:
+        try:
+            parts.append(_dumps(others).encode("utf-8"))
+        except ValueError:  # e.g. a lone surrogate: the JSON path reports it
+            return None
+    return b"".join(parts)
+
+
+_heads: dict[int, struct.Struct] = {}
+
+
+def encode_entry(times: Sequence[int], values: Sequence[Any],
+                 columns: Columns | None = None) -> bytes:
+    """The data of one log entry holding the events ``zip(times, values)`` (arrival order,
+    at least one): :func:`encode_value` of the value for one event, a *segment* for several
+    (see the module docstring). Raises :class:`CodecError` if a value cannot be stored.
+    ``columns``: the batch's :class:`Columns` if the caller has one (over ``values``)."""
+    n = len(values)
+    if n == 1:
+        return encode_value(values[0])
+    head = _heads.get(n)
+    if head is None:  # segment head and packed times: 0x03 | u32 n | 0x00 | n x i64
+        head = struct.Struct(f"<BIB{n}q")
+        if n <= 4096:
+            _heads[n] = head
+    try:
+        data = head.pack(_SEGMENT, n, _TIMES_PACKED, *times)
+    except struct.error:  # beyond 64 bits
+        text = _dumps(list(times)).encode("utf-8")
+        data = _SEGMENT_HEAD.pack(_SEGMENT, n) + bytes([_TIMES_JSON]) + \
+            len(text).to_bytes(4, "little") + text
+    body = None
+    types = list(map(type, values))
+    first = types[0]
+    if types.count(first) == n:
+        if first is dict:
+            body = _records_body(columns if columns is not None else Columns(values))
+        elif first is float:
+            body = bytes([_BODY_FLOATS]) + _floats_struct(n).pack(*values)
+    if body is None:
+        body = bytes([_BODY_JSON]) + _dumps([to_json(v) for v in values]).encode("utf-8")
+    return data + body
+
+
+def _decode_segment(data: bytes) -> tuple[list[int], list[Any]]:
+    _, n = _SEGMENT_HEAD.unpack_from(data)
+    at = _SEGMENT_HEAD.size
+    if data[at] == _TIMES_PACKED:
+        times = list(_int64_struct(n).unpack_from(data, at + 1))
+        at += 1 + 8 * n
+    elif data[at] == _TIMES_JSON:
+        size = int.from_bytes(data[at + 1:at + 5], "little")
+        times = json.loads(data[at + 5:at + 5 + size])
+        at += 5 + size
+        if not (isinstance(times, list) and len(times) == n
+                and all(type(t) is int for t in times)):
+            raise CodecError("corrupt segment times")
+    else:
+        raise CodecError(f"corrupt segment: times kind {data[at]}")
+    body, at = data[at], at + 1
+    values: list[Any]
+    if body == _BODY_FLOATS:
+        if len(data) != at + 8 * n:
+            raise CodecError("corrupt segment: float body size")
+        values = list(_floats_struct(n).unpack_from(data, at))
+    elif body == _BODY_JSON:
+        values = json.loads(data[at:], object_hook=_hook)
+    elif body == _BODY_RECORDS:
+        size = int.from_bytes(data[at:at + 2], "little")
+        header = json.loads(data[at + 2:at + 2 + size])
+        at += 2 + size
+        fmt, keys = _check_header(header)
+        columns: list[Any] = []
+        floats_at = at
+        nd = fmt.count("d")
+        at += 8 * n * nd
+        others = iter(json.loads(data[at:], object_hook=_hook) if "j" in fmt else [])
+        for c in fmt:
+            if c == "d":
+                columns.append(_floats_struct(n).unpack_from(data, floats_at))
+                floats_at += 8 * n
+            else:
+                col = next(others)
+                if not (isinstance(col, list) and len(col) == n):
+                    raise CodecError("corrupt segment: JSON column")
+                columns.append(col)
+        if next(others, None) is not None:
+            raise CodecError("corrupt segment: extra JSON columns")
+        values = [dict(zip(keys, row)) for row in zip(*columns)]
+    else:
+        raise CodecError(f"corrupt segment: body kind {body}")
+    if not (isinstance(values, list) and len(values) == n):
+        raise CodecError("corrupt segment: wrong number of values")
+    return times, values
+
+
+def decode_entry(time: int, seq: int, data: bytes) -> list[tuple[int, int, Any]]:
+    """The events ``(time, seq, value)`` of one log entry (inverse of :func:`encode_entry`;
+    also reads the per-event entries of codec version 1)."""
+    if isinstance(data, (bytes, bytearray)) and data[:1] == b"\x03":
+        try:
+            times, values = _decode_segment(bytes(data))
+        except (ValueError, TypeError, struct.error, IndexError, StopIteration) as exc:
+            if isinstance(exc, CodecError):
+                raise
+            raise CodecError(f"corrupt segment {data!r:.80}: {exc}") from None
+        return list(zip(times, range(seq, seq + len(times)), values))
+    return [(time, seq, decode_value(data))]
+
+
+def _check_header(header: Any) -> tuple[str, list[str]]:
+    if not (isinstance(header, list) and header and isinstance(header[0], str)):
+        raise CodecError(f"corrupt packed record header {header!r:.80}")
+    fmt, keys = header[0], header[1:]
+    if len(fmt) != len(keys) or set(fmt) - {"d", "j"} or not all(
+            isinstance(k, str) for k in keys):
+        raise CodecError(f"corrupt packed record header {header!r:.80}")
+    return fmt, keys
+
+
+def _unpack_record(data: bytes) -> dict[str, Any]:
+    size = int.from_bytes(data[1:3], "little")
+    fmt, keys = _check_header(json.loads(data[3:3 + size]))
+    nd = fmt.count("d")
+    start = 3 + size
+    end = start + 8 * nd
+    floats = iter(_floats_struct(nd).unpack(data[start:end]))
+    if "j" in fmt:
+        others = json.loads(data[end:], object_hook=_hook)
+        if not isinstance(others, list) or len(others) != len(fmt) - nd:
+            raise CodecError(f"corrupt packed record values {others!r:.80}")
+    else:
+        if len(data) != end:
+            raise CodecError(f"corrupt packed record: {len(data) - end} trailing bytes")
+        others = []
+    rest = iter(others)
+    return {k: next(floats) if c == "d" else next(rest) for k, c in zip(keys, fmt)}
+
+
+# ------------------------------------------------------------------------- public API
 def encode_value(value: Any) -> bytes:
-    """``value`` as codec bytes (UTF-8 JSON); :class:`CodecError` if its type is unsupported."""
+    """``value`` as codec bytes; :class:`CodecError` if its type is unsupported."""
+    t = type(value)
+    if t is dict:
+        if value:
+            data = _pack_one(value)
+            if data is not None:
+                return data
+    elif t is float:
+        return _FLOAT_PREFIX + _FLOAT.pack(value)
     return _dumps(to_json(value)).encode("utf-8")
 
 
 def decode_value(data: bytes | str) -> Any:
-    """Inverse of :func:`encode_value`."""
+    """Inverse of :func:`encode_value`; also reads codec version 1 values."""
     try:
+        if isinstance(data, (bytes, bytearray)) and data:
+            first = data[0]
+            if first == _PACKED_RECORD:
+                return _unpack_record(bytes(data))
+            if first == _PACKED_FLOAT:
+                if len(data) != 9:
+                    raise CodecError(f"corrupt packed float {data!r:.80}")
+                return _FLOAT.unpack(data[1:])[0]
         return json.loads(data, object_hook=_hook)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, struct.error, StopIteration) as exc:
         if isinstance(exc, CodecError):
             raise
         raise CodecError(f"corrupt value bytes {data!r:.80}: {exc}") from None

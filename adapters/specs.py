@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import operator
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -292,11 +293,29 @@ def get_field(value: Any, name: str) -> Any:
             raise KeyError(name) from None
 
 
+#: Extractors that read one field (``value[name]`` first): the driver reads such a field for
+#: a whole batch with one ``operator.itemgetter`` pass.
+_PLAIN_FIELDS: weakref.WeakKeyDictionary[Callable[[Any], Any], str] = \
+    weakref.WeakKeyDictionary()
+
+
+def plain_field(extract: Callable[[Any], Any] | None) -> str | None:
+    """The field name if ``extract`` is a plain field reader built by this module (it returns
+    ``value[name]`` whenever that succeeds), else ``None``."""
+    if extract is None:
+        return None
+    try:
+        return _PLAIN_FIELDS.get(extract)
+    except TypeError:  # not weak-referenceable: not ours
+        return None
+
+
 def _field_getter(name: str) -> Callable[[Any], Any]:
     def extract(value: Any) -> Any:
         if type(value) is dict:
             return value[name]
         return get_field(value, name)
+    _PLAIN_FIELDS[extract] = name
     return extract
 
 

@@ -1,17 +1,19 @@
-"""The state codec: exact round trips of every supported type, JSON on the wire, no pickle."""
+"""The state codec: exact round trips of every supported type (single values and multi-event
+log entries), strict JSON or packed binary on the wire, no pickle, version 1 still read."""
 
 from __future__ import annotations
 
 import json
 import math
+import struct
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters import CodecError, decode_value, encode_value
-from adapters.codec import decode_meta, encode_meta
+from adapters import CODEC_VERSION, CodecError, decode_value, encode_value
+from adapters.codec import Columns, decode_entry, decode_meta, encode_entry, encode_meta
 from adapters.errors import StateError
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(-2**80, 2**80),
@@ -45,21 +47,108 @@ def _no_constants(name: str) -> Any:
     raise AssertionError(f"non-standard JSON constant {name}")
 
 
+PACKED = (1, 2)  # first bytes of the packed forms; everything else is strict JSON
+
+
 @settings(max_examples=300)
 @given(values)
 def test_round_trip(value: Any) -> None:
     data = encode_value(value)
-    json.loads(data, parse_constant=_no_constants)  # strict JSON: no NaN/Infinity literals
+    if data[0] not in PACKED:
+        json.loads(data, parse_constant=_no_constants)  # strict JSON: no NaN/Infinity literals
+    assert identical(decode_value(data), value)
+
+
+flat_records = st.dictionaries(
+    st.text(max_size=4),
+    st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-2**70, 2**70),
+              st.booleans(), st.none(), st.text(max_size=3)),
+    min_size=1, max_size=4)
+
+
+@settings(max_examples=300)
+@given(flat_records)
+def test_flat_records_with_floats_are_packed(value: dict[str, Any]) -> None:
+    data = encode_value(value)
+    assert (data[0] == 1) == any(type(v) is float for v in value.values())
     assert identical(decode_value(data), value)
 
 
 def test_documented_tags() -> None:
-    assert encode_value({"v": 1.5, "n": None}) == b'{"v":1.5,"n":null}'
+    assert encode_value({"v": 1, "n": None}) == b'{"v":1,"n":null}'
     assert encode_value((1, math.inf)) == b'{"$t":[1,{"$f":"inf"}]}'
     assert encode_value(b"\x00\x01") == b'{"$b":"AAE="}'
     assert encode_value({1: "a"}) == b'{"$d":[[1,"a"]]}'
     assert encode_value({"$t": 1}) == b'{"$d":[["$t",1]]}'
     assert encode_value("é") == '"é"'.encode()
+    # packed: 0x01 | u16 header length | ["<fmt>", keys...] | float64 LE ... | JSON of the rest
+    header = b'["dj","v","n"]'
+    assert encode_value({"v": 1.5, "n": None}) == (
+        b"\x01" + len(header).to_bytes(2, "little") + header + struct.pack("<d", 1.5)
+        + b"[null]")
+    assert encode_value(-0.0) == b"\x02" + struct.pack("<d", -0.0)
+
+
+def test_version_1_values_are_read() -> None:
+    assert decode_value(b'{"v":1.5,"n":null}') == {"v": 1.5, "n": None}
+    assert math.isnan(decode_value(b'{"v":{"$f":"nan"}}')["v"])
+    assert decode_value(b"2.5") == 2.5
+
+
+# multi-event log entries: segments
+segment_values = st.one_of(
+    st.lists(values, min_size=1, max_size=6),
+    st.lists(st.floats(allow_nan=False), min_size=1, max_size=6),
+    st.integers(1, 6).flatmap(lambda n: st.lists(flat_records, min_size=n, max_size=n)),
+    st.integers(1, 6).flatmap(  # same keys, mixed value types
+        lambda n: st.lists(st.fixed_dictionaries({
+            "a": st.floats(), "b": st.one_of(st.integers(), st.none(), st.text(max_size=2)),
+            "$c": st.floats(allow_nan=False)}), min_size=n, max_size=n)),
+)
+times = st.one_of(st.integers(-2**63, 2**63 - 1), st.integers(-2**70, 2**70))
+
+
+@settings(max_examples=300)
+@given(segment_values, st.data())
+def test_entry_round_trip(batch: list[Any], data: Any) -> None:
+    ts = data.draw(st.lists(times, min_size=len(batch), max_size=len(batch)))
+    seq = data.draw(st.integers(0, 2**40))
+    encoded = encode_entry(ts, batch)
+    assert encoded == encode_entry(ts, batch, Columns(batch))  # shared columns, same bytes
+    got = decode_entry(max(ts), seq, encoded)
+    assert [(t, s) for t, s, _ in got] == [(t, seq + i) for i, t in enumerate(ts)]
+    assert all(identical(v, w) for (_, _, v), w in zip(got, batch))
+    if len(batch) == 1:
+        assert encoded == encode_value(batch[0])
+
+
+def test_segment_layout() -> None:
+    data = encode_entry([5, 3], [{"v": 1.5}, {"v": 2.5}])
+    header = b'["d","v"]'
+    assert data == (b"\x03" + struct.pack("<I", 2) + b"\x00" + struct.pack("<2q", 5, 3)
+                    + b"\x01" + len(header).to_bytes(2, "little") + header
+                    + struct.pack("<2d", 1.5, 2.5))
+    assert decode_entry(5, 7, data) == [(5, 7, {"v": 1.5}), (3, 8, {"v": 2.5})]
+    # a version 1 entry: one JSON value
+    assert decode_entry(4, 2, b'{"v":1}') == [(4, 2, {"v": 1})]
+
+
+def test_unstorable_value_in_a_segment() -> None:
+    with pytest.raises(CodecError, match="set"):
+        encode_entry([1, 2], [{"v": 1.0}, {"v": {1, 2}}])
+
+
+@pytest.mark.parametrize("data", [
+    b"\x03", b"\x03\x02\x00\x00\x00\x00", b"\x03\x02\x00\x00\x00\x07",
+    b"\x03\x01\x00\x00\x00\x00" + struct.pack("<q", 1) + b"\x02",
+    b"\x03\x01\x00\x00\x00\x00" + struct.pack("<q", 1) + b"\x09",
+    b"\x03\x02\x00\x00\x00\x00" + struct.pack("<2q", 1, 2) + b"\x00[1]",
+    b"\x03\x01\x00\x00\x00\x00" + struct.pack("<q", 1) + b"\x01\x05\x00[\"d\"]",
+    b"\x01\x03\x00[1]", b"\x02\x00",
+])
+def test_corrupt_entries_raise_codec_error(data: bytes) -> None:
+    with pytest.raises(CodecError):
+        decode_entry(1, 1, data)
 
 
 def test_numpy_scalars_become_python_scalars() -> None:
@@ -78,9 +167,10 @@ def test_unsupported_types_and_corrupt_bytes() -> None:
 
 
 def test_meta() -> None:
-    meta = {"codec": 1, "wm": None, "seq": 3}
+    meta = {"codec": CODEC_VERSION, "wm": None, "seq": 3}
     assert decode_meta(encode_meta(meta)) == meta
-    with pytest.raises(StateError, match="codec version 2"):
-        decode_meta(encode_meta({"codec": 2}))
+    assert decode_meta(encode_meta({"codec": 1})) == {"codec": 1}  # still readable
+    with pytest.raises(StateError, match="codec version 99"):
+        decode_meta(encode_meta({"codec": 99}))
     with pytest.raises(StateError, match="corrupt"):
         decode_meta(b"\xff")

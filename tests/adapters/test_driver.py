@@ -107,7 +107,9 @@ def test_policy_keeps_the_newest_event_even_over_the_limit() -> None:
     assert [r["vs"] for r in res.rows] == [[5], [5, 5.5], [20], [0.1]]
 
 
-def test_released_events_enter_as_one_bulk_insert() -> None:
+def test_released_events_enter_as_slices() -> None:
+    """Stream slicing: the structure holds one entry per slice, not per event; a release
+    inserts the completed slices (one structure insert here) and evicts them in bulk."""
     driver = WindowDriver(Query.build([TumblingWindow(1000)], MAX_V))
     state = MemoryStateBackend().key_state("k")
     driver.process("k", [(t, {"v": t}) for t in range(999, -1, -1)], state)
@@ -117,14 +119,35 @@ def test_released_events_enter_as_one_bulk_insert() -> None:
         original = getattr(window, name)
 
         def spy(*args: Any, _name: str = name, _original: Any = original) -> Any:
+            args = tuple(list(a) if isinstance(a, zip) else a for a in args)
             calls[_name].append(args)
             return _original(*args)
         setattr(window, name, spy)
     out = driver.advance_watermark("k", 1000, state)
     assert out.rows == [{"window": 0, "key": "k", "start": 0, "end": 1000, "mx": 999}]
-    assert len(calls["bulk_insert"]) == 1 and calls["insert"] == []
-    assert [t for t, _ in calls["bulk_insert"][0][0]] == list(range(1000))
+    inserted = [args for args in calls["insert"]] + \
+        [pair for args in calls["bulk_insert"] for pair in args[0]]
+    assert inserted == [(0, 999)]  # one slice [0, 1000): its partial max
     assert calls["bulk_evict"][-1] == (999,) and len(window) == 0
+
+
+def test_sliding_slices_hold_one_entry_per_slice() -> None:
+    """range 60, slide 20: slices of 20 ms; 600 events in 60 ms windows never make the
+    structure hold more than 60 / 20 = 3 entries."""
+    q = {"windows": [{"kind": "sliding", "range": 60, "slide": 20}], "aggregations": IDS}
+    driver = WindowDriver(q)
+    lane = driver._lanes[0]
+    assert (lane.width, lane.base) == (20, 0)  # type: ignore[union-attr]
+    sizes = []
+    rows = []
+    for t in range(0, 600, 7):
+        out = driver.process("k", [(t, {"id": t})], watermark=t)
+        rows.extend(out.rows)
+        sizes.append(len(driver._cache["k"].lanes[0].w))
+    rows.extend(driver.advance_watermark("k", "end").rows)
+    assert max(sizes) <= 3
+    for row in rows:  # every window is exactly its events, in time order
+        assert row["ids"] == [t for t in range(0, 600, 7) if row["start"] <= t < row["end"]]
 
 
 def test_many_keys_in_one_call() -> None:

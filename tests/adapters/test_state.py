@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from adapters import MemoryKeyState, MemoryStateBackend, StateError, WindowDriver, run_steps
+from adapters import (
+    CODEC_VERSION,
+    MemoryKeyState,
+    MemoryStateBackend,
+    StateError,
+    WindowDriver,
+    run_steps,
+)
 from adapters.codec import decode_meta
 
 MAX_V = {"mx": {"fn": "max", "field": "v"}}
@@ -16,22 +23,28 @@ MAX_V = {"mx": {"fn": "max", "field": "v"}}
 
 def _steady_bytes_per_event(window_events: int, measured: int = 1000) -> tuple[float, float]:
     """Per-event state bytes written and log entries removed, once an OVER window holds
-    ``window_events`` events (one event per ms, watermark right behind the events).
+    ``window_events`` events (one event per ms, watermark right behind the events, one event
+    per call as on Flink).
 
-    Both runs first stream the same 10^5 events (in one batch) so that the counters in the
-    metadata have the same number of digits: only the window size differs.
+    Both runs first stream the same 110,010 events, so that the counters in the metadata have
+    the same number of digits: only the window size differs. The oldest go in one call (one
+    log entry, a segment); the last ``window_events + 10`` one per call, so that the segment
+    is gone before the measurement.
     """
     driver = WindowDriver({"windows": [{"kind": "over", "range": window_events - 1}],
                            "aggregations": MAX_V})
     state = MemoryKeyState()
-    fill = 100_010
-    driver.process("k", [(t, {"v": t % 97}) for t in range(fill)], state)
-    driver.advance_watermark("k", fill - 1, state)
-    assert len(state) >= window_events  # the window really holds that many events
+    fill = 110_010
+    bulk = fill - window_events - 10
+    driver.process("k", [(t, {"v": t % 97}) for t in range(bulk)], state)
+    for t in range(bulk, fill):
+        driver.process("k", [(t, {"v": t % 97})], state, watermark=t)
+    assert len(state) == window_events  # the window really holds that many events
     written, removed = state.bytes_written, state.entries_removed
     for t in range(fill, fill + measured):
         out = driver.process("k", [(t, {"v": t % 97})], state, watermark=t)
         assert len(out.rows) == 1  # the previous event's row
+    assert len(state) == window_events
     return ((state.bytes_written - written) / measured,
             (state.entries_removed - removed) / measured)
 
@@ -44,6 +57,24 @@ def test_state_bytes_per_event_do_not_grow_with_the_window() -> None:
     assert abs(large - small) <= 1, (small, large)
     assert large < 200, large
     assert removed_small == removed_large == 1.0
+
+
+def test_a_call_writes_one_log_entry() -> None:
+    """Several events of one call share one log entry (a segment), written once and removed
+    once, when its newest event is no longer needed."""
+    driver = WindowDriver({"windows": [{"kind": "tumbling", "size": 100}],
+                           "aggregations": MAX_V})
+    state = MemoryKeyState()
+    driver.process("k", [(t, {"v": float(t)}) for t in (5, 150, 20)], state)
+    assert len(state) == 1
+    (entry,) = state.entries()
+    assert entry[:2] == (150, 0)  # newest time, first arrival number
+    assert len(entry[2]) < 3 * 24  # packed: about 16 bytes per event
+    out = driver.advance_watermark("k", 100, state)
+    assert [r["mx"] for r in out.rows] == [20.0]
+    assert len(state) == 1  # the event at 150 still needs the entry
+    driver.advance_watermark("k", 200, state)
+    assert len(state) == 0
 
 
 def test_log_holds_only_what_windows_need() -> None:
@@ -117,7 +148,8 @@ def test_metadata_is_small_and_versioned() -> None:
                            "aggregations": MAX_V}, )
     driver.process("k", [(1, {"v": 1}), (2, {"v": 2})], state, watermark=1)
     meta = decode_meta(state.get_meta())  # type: ignore[arg-type]
-    assert meta["codec"] == 1 and meta["wm"] == 1 and meta["seq"] == 2 and meta["late"] == 0
+    assert meta["codec"] == CODEC_VERSION == 2
+    assert meta["wm"] == 1 and meta["seq"] == 2 and meta["late"] == 0
     assert len(state.get_meta() or b"") < 150
 
 

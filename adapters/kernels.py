@@ -1,0 +1,134 @@
+"""Column kernels: the built-in aggregation functions folded over a run of raw field values with
+C-level builtins instead of one ``lift`` and one ``combine`` call per event.
+
+The driver's time lanes fold the released events of each slice into one partial aggregate
+(:mod:`adapters.slicing`). For ``max``, ``min``, ``sum`` and ``mean`` on a field, the lift
+returns the value itself (``mean``: the pair ``(value, 1)``) once it has accepted it, and the
+combine is ``max`` keeping the older of equal values, ``min`` likewise, ``+``, and ``+`` on
+pairs. So the partial of a run ``x_1 .. x_n`` (time order) is exactly ``max(xs)`` /
+``min(xs)`` (the builtins keep the first of equal items) / ``reduce(add, xs)`` /
+``(reduce(add, xs), n)``: the same Python operations in the same order, hence the same
+result, bit for bit.
+
+A kernel also has a batch check: a column of ``int`` / ``float`` values whose sum is finite
+holds no NaN, so every lift accepts it. Columns that fail the check take the per-event lift,
+which raises the exact error (the raw values are still what is stored).
+
+A kernel is used only for an output created by :func:`adapters.specs.parse_aggregation` for
+that function name, and only if a probe at construction shows that the ``swag_core``
+aggregation's lift and combine agree with it.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Iterable
+from functools import reduce
+from typing import Any, NamedTuple
+
+from adapters.specs import AggSpec, plain_field
+from swag_core.aggregations import Max, Mean, Min, Sum
+
+_NUMBERS = frozenset({int, float})
+_INTS = frozenset({int})
+
+
+def _numbers_accepted(xs: list[Any], types: set[type] | frozenset[type]) -> bool:
+    """True if every value is an int or a float and none is NaN (nor infinite)."""
+    if types <= _INTS:
+        return True
+    if not types <= _NUMBERS:
+        return False
+    try:
+        return math.isfinite(sum(xs))
+    except OverflowError:
+        return False
+
+
+def _max(xs: Iterable[Any], n: int) -> Any:
+    return max(xs)  # the first of equal items: the older one
+
+
+def _min(xs: Iterable[Any], n: int) -> Any:
+    return min(xs)
+
+
+def _sum(xs: Iterable[Any], n: int) -> Any:
+    return reduce(operator.add, xs)
+
+
+def _mean(xs: Iterable[Any], n: int) -> tuple[Any, int]:
+    return (reduce(operator.add, xs), n)
+
+
+def _max_onto(acc: Any, xs: Iterable[Any], n: int) -> Any:
+    return max(acc, max(xs))  # the older acc wins a tie
+
+
+def _min_onto(acc: Any, xs: Iterable[Any], n: int) -> Any:
+    return min(acc, min(xs))
+
+
+def _sum_onto(acc: Any, xs: Iterable[Any], n: int) -> Any:
+    return reduce(operator.add, xs, acc)
+
+
+def _mean_onto(acc: tuple[Any, int], xs: Iterable[Any], n: int) -> tuple[Any, int]:
+    return (reduce(operator.add, xs, acc[0]), acc[1] + n)
+
+
+Fold = Callable[[Iterable[Any], int], Any]
+FoldOnto = Callable[[Any, Iterable[Any], int], Any]
+
+
+class Kernel(NamedTuple):
+    """How to fold raw values of one output (see the module docstring)."""
+
+    #: ``fold(xs, n)``: the partial of the ``n >= 1`` raw values ``xs`` (an iterable, all
+    #: accepted, time order)
+    fold: Fold
+    #: ``fold_onto(acc, xs, n)``: ``combine(acc, fold(xs, n))`` as the same left fold, i.e.
+    #: ``fold(ys + xs)`` when ``acc == fold(ys)``, bit for bit
+    fold_onto: FoldOnto
+    #: batch check, given the column and its set of types
+    accepts: Callable[[list[Any], set[type] | frozenset[type]], bool]
+    #: the event field read
+    field: str
+
+
+_KERNELS: dict[str, tuple[type, Fold, FoldOnto]] = {
+    "max": (Max, _max, _max_onto),
+    "min": (Min, _min, _min_onto),
+    "sum": (Sum, _sum, _sum_onto),
+    "mean": (Mean, _mean, _mean_onto),
+}
+
+#: Distinct objects for equal values, so that the tie rule (the older one wins) shows.
+_PROBE = [float("3"), -1.5, float("3"), 7, 0.25, float("7"), 0.0, -0.0, 2**70, 1e-300, 0.1]
+
+
+def kernel_for(spec: AggSpec) -> Kernel | None:
+    """The kernel of an output, or ``None`` if it has none (or the probe disagrees)."""
+    entry = _KERNELS.get(spec.fn or "")
+    name = plain_field(spec.extract)
+    if entry is None or name is None or type(spec.aggregation) is not entry[0]:
+        return None
+    cls, fold, fold_onto = entry
+    agg = spec.aggregation
+    try:
+        lift, combine = agg.lift_fn, agg.combine
+        for cut in range(1, len(_PROBE) + 1):
+            xs = _PROBE[:cut]
+            want = reduce(combine, map(lift, xs))
+            got = [fold(iter(xs), cut)] + [
+                fold_onto(fold(iter(xs[:i]), i), iter(xs[i:]), cut - i) for i in range(1, cut)]
+            for g in got:
+                if (g is not want) if cls in (Max, Min) else (repr(g) != repr(want)):
+                    return None
+    except Exception:
+        return None
+    return Kernel(fold, fold_onto, _numbers_accepted, name)
+
+
+__all__ = ["Kernel", "kernel_for"]

@@ -1,0 +1,77 @@
+"""The process-local, cached runtime of one key: pending buffer, released-event index and the
+state of each lane's structure. Rebuilt from the engine's state on a cache miss."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from swag_core import Window
+
+INF = math.inf
+
+#: A pending or released event as the driver keeps it: ``(time, lifted, value, policy
+#: lifts)``, the last two only when needed (OVER rows show the event value; policy lanes
+#: need the measures). ``lifted`` is the lifted value, or in kernel mode the raw field
+#: value(s) (:mod:`adapters.kernels`). Records are kept sorted by time, ties in arrival
+#: order (stable sorts and merges).
+Record = tuple[Any, ...]
+TIME, LIFTED, VALUE, POLICY = range(4)
+
+
+class LaneState:
+    """One lane's structure for one key.
+
+    ``low``: every entry with key ``< low`` has been evicted. ``open_start`` /
+    ``open_acc`` (sliced time lanes only): start and partial aggregate of the *open* slice,
+    the released events of the slice the watermark is still inside; ``None`` when there is
+    none.
+    """
+
+    __slots__ = ("low", "open_acc", "open_start", "retain", "w")
+
+    def __init__(self, w: Window) -> None:
+        self.w = w
+        self.low: int | float = -INF
+        self.retain: int | float = -INF  # time lanes: need(b) of the last release
+        self.open_start: int | None = None
+        self.open_acc: Any = None
+
+
+class KeyRuntime:
+    """The cached, process-local runtime of one key (rebuilt from state on a miss)."""
+
+    __slots__ = (
+        "head",
+        "lanes",
+        "late",
+        "meta_bytes",
+        "pending",
+        "released",
+        "segments",
+        "seq",
+        "times",
+        "wm",
+    )
+
+    def __init__(self, lanes: list[LaneState]) -> None:
+        self.meta_bytes: bytes | None = None
+        self.wm: int | float = -INF
+        self.seq = 0
+        self.released = 0
+        self.late = 0
+        # records waiting for the watermark, sorted by (time, seq)
+        self.pending: list[Record] = []
+        # times of the released events still retained, sorted; live from head
+        self.times: list[int] = []
+        self.head = 0
+        # (time, seq) of the log entries (a min-heap: removed once time < the trim bound)
+        self.segments: list[tuple[int, int]] = []
+        self.lanes = lanes
+
+    def time_of(self, position: int) -> int:
+        """Time of the released event at 1-based release ``position`` (must be retained)."""
+        return self.times[len(self.times) - (self.released - position) - 1]
+
+
+__all__ = ["LIFTED", "POLICY", "TIME", "VALUE", "KeyRuntime", "LaneState", "Record"]
