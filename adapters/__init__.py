@@ -41,7 +41,14 @@ from adapters.specs import (
     parse_query,
     parse_window,
 )
-from adapters.state import KeyState, LogEntry, MemoryKeyState, MemoryStateBackend, StateBackend
+from adapters.state import (
+    KeyState,
+    LogEntry,
+    MemoryKeyState,
+    MemoryStateBackend,
+    StateBackend,
+    TransientKeyState,
+)
 
 __all__ = [
     "CODEC_VERSION",
@@ -65,6 +72,7 @@ __all__ = [
     "SlidingWindow",
     "StateBackend",
     "StateError",
+    "TransientKeyState",
     "TumblingWindow",
     "WindowDriver",
     "aggregation_from",

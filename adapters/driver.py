@@ -330,8 +330,9 @@ class WindowDriver:
                 wm = w
         if not times:
             return key, state, rt, wm, _NOTHING
-        return key, state, rt, wm, self._intake.accept(key, times, values,
-                                                       wm - self.allowed_lateness)
+        return key, state, rt, wm, self._intake.accept(
+            key, times, values, wm - self.allowed_lateness,
+            encode=getattr(state, "keeps_log", True))
 
     def _apply(self, p: _Prepared, out: Output) -> None:
         key, state, rt, watermark, (records, data, late) = p
@@ -344,11 +345,11 @@ class WindowDriver:
             removal = self._advance(rt, key, watermark, rows) if advances else None
             entry = None
             if records:
-                # one log entry for the call: its newest time, first seq, all the events
-                assert data is not None
                 seq = rt.seq
-                entry = (records[-1][0], seq, data)
-                heapq.heappush(rt.segments, (entry[0], seq))
+                if data is not None:
+                    # one log entry for the call: its newest time, first seq, all the events
+                    entry = (records[-1][0], seq, data)
+                    heapq.heappush(rt.segments, (entry[0], seq))
                 append_sorted(rt.pending, records)
                 rt.seq = seq + len(records)
             if late:
@@ -492,6 +493,11 @@ class WindowDriver:
             if self._max_cached is not None:
                 self._cache.move_to_end(key)  # type: ignore[attr-defined]
             return rt
+        if meta is not None and not getattr(state, "keeps_log", True):
+            raise StateError(
+                f"key {key!r}: its state keeps no event log (TransientKeyState) and its "
+                f"structures are no longer cached, so they cannot be rebuilt; do not drop "
+                f"the cache of such a key nor bound max_cached_keys below the live keys")
         rt = self._new_runtime() if meta is None else self._rebuild(key, state, meta)
         self._remember(key, rt)
         return rt

@@ -197,10 +197,11 @@ class Intake:
         return records
 
     def accept(self, key: Any, times: Sequence[Any], values: Sequence[Any],
-               boundary: int | float) -> Accepted:
+               boundary: int | float, encode: bool = True) -> Accepted:
         """Validate, lift and encode the events ``zip(times, values)`` of ``key``; events
         with ``time < boundary`` are late. Raises :class:`BadEventError` for the first bad
-        event (nothing is changed: this only computes)."""
+        event (nothing is changed: this only computes). ``encode=False``: no log entry (the
+        data is ``None``: the state keeps no log), so values need not be storable."""
         if times:
             try:
                 types = list(map(type, times))
@@ -233,13 +234,14 @@ class Intake:
                             records = list(zip(times, lifted))
                             if len(records) > 1:
                                 records.sort(key=_TIME)
-                        return records, encode_entry(times, values, columns), late
+                        data = encode_entry(times, values, columns) if encode else None
+                        return records, data, late
             except Exception:
                 pass  # the per-event path below reports it exactly
-        return self._accept_each(key, times, values, boundary)
+        return self._accept_each(key, times, values, boundary, encode)
 
     def _accept_each(self, key: Any, times: Sequence[Any], values: Sequence[Any],
-                     boundary: int | float) -> Accepted:
+                     boundary: int | float, encode: bool = True) -> Accepted:
         out_times: list[int] = []
         out_values: list[Any] = []
         out_lifted: list[Any] = []
@@ -257,18 +259,19 @@ class Intake:
             if raw is not None:
                 lifted = raw(value)
             self.policy_lifts(key, time, value)
-            try:
-                to_json(value)  # storable?
-            except CodecError as exc:
-                raise BadEventError(f"key {key!r}, event at time {time}: {exc}", key=key,
-                                    field=_bad_field(value), time=time) from None
+            if encode:
+                try:
+                    to_json(value)  # storable?
+                except CodecError as exc:
+                    raise BadEventError(f"key {key!r}, event at time {time}: {exc}", key=key,
+                                        field=_bad_field(value), time=time) from None
             out_times.append(time)
             out_values.append(value)
             out_lifted.append(lifted)
         if not out_times:
             return [], None, late
         return (self._records(key, out_times, out_values, out_lifted),
-                encode_entry(out_times, out_values), late)
+                encode_entry(out_times, out_values) if encode else None, late)
 
 
 def _shown(x: Any, spec: AggSpec) -> str:

@@ -30,6 +30,8 @@ import operator
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from adapters.errors import StateError
+
 #: One log entry: (event time in ms, arrival sequence number, encoded value).
 LogEntry = tuple[int, int, bytes]
 _TIME, _SEQ, _DATA = (operator.itemgetter(i) for i in range(3))
@@ -91,6 +93,10 @@ class KeyState(Protocol):
         ``[-inf, before)``; use whichever your engine offers.
         """
         ...
+
+    # An implementation may set a class attribute ``keeps_log = False`` (see
+    # :class:`TransientKeyState`): the driver then writes no log entries and never rebuilds
+    # the key from this state. Absent means True.
 
 
 @runtime_checkable
@@ -189,6 +195,44 @@ class MemoryKeyState:
         other._meta = self._meta
         other._log = list(self._log)
         return other
+
+
+class TransientKeyState:
+    """A :class:`KeyState` that keeps only the metadata, in memory, and no event log.
+
+    For runs that never restart from state, e.g. a batch job that feeds one key's whole
+    input and then ``END_OF_INPUT`` (Spark ``applyInPandas``): the driver sees
+    ``keeps_log = False`` and skips encoding the events, about a third of its per-event work.
+    The driver's process-local cache then holds the only copy of the key's events, so it
+    raises :class:`~adapters.errors.StateError` rather than rebuild such a key from state
+    (after :meth:`~adapters.WindowDriver.drop_cache`, or with ``max_cached_keys`` exceeded).
+    """
+
+    __slots__ = ("_meta",)
+
+    #: the driver writes no event log to this state
+    keeps_log = False
+
+    def __init__(self) -> None:
+        self._meta: bytes | None = None
+
+    def get_meta(self) -> bytes | None:
+        return self._meta
+
+    def put_meta(self, data: bytes) -> None:
+        self._meta = data
+
+    def add_events(self, entries: Sequence[LogEntry]) -> None:
+        if entries:
+            raise StateError("a TransientKeyState keeps no event log (the driver writes "
+                             "none to it)")
+
+    def read_events(self) -> Iterator[LogEntry]:
+        return iter(())
+
+    def remove_events(self, before: int, keys: Sequence[tuple[int, int]]) -> None:
+        if keys:
+            raise StateError("a TransientKeyState keeps no event log")
 
 
 class MemoryStateBackend:

@@ -194,3 +194,34 @@ def test_metadata_is_the_documented_json() -> None:
     driver.advance_watermark("k", "end", state)
     meta = decode_meta(state.get_meta())  # type: ignore[arg-type]
     assert (meta["wm"], meta["rel"], meta["pol"]) == ("end", 2, [2, 2])
+
+
+def test_transient_state_gives_the_same_rows_without_a_log() -> None:
+    """A TransientKeyState (batch runs): same rows as durable state, no log written, and a
+    key whose structures are gone cannot be rebuilt from it: a clear StateError."""
+    from adapters import TransientKeyState
+
+    query = {"windows": [{"kind": "sliding", "range": 100, "slide": 10},
+                         {"kind": "over", "range": 30}],
+             "aggregations": {"mx": {"fn": "max", "field": "v"},
+                              "vs": {"fn": "collect", "field": "v"}}}
+    events = [(t * 7 % 500, {"v": float(t % 13)}) for t in range(400)]
+    rows = {}
+    for name, state in (("durable", MemoryKeyState()), ("transient", TransientKeyState())):
+        driver = WindowDriver(query)
+        out = driver.process("k", events[:200], state, watermark=100)
+        out.extend(driver.process("k", events[200:], state, watermark=300))
+        out.extend(driver.advance_watermark("k", "end", state))
+        rows[name] = out.rows
+        if name == "durable":
+            assert len(state) > 0 or state.bytes_written > 0
+    assert rows["transient"] == rows["durable"] and rows["durable"]
+
+    driver = WindowDriver(query)
+    state = TransientKeyState()
+    driver.process("k", events[:10], state)
+    with pytest.raises(StateError, match="keeps no event log"):
+        state.add_events([(1, 0, b"x")])
+    driver.drop_cache("k")
+    with pytest.raises(StateError, match="cannot be rebuilt"):
+        driver.advance_watermark("k", "end", state)
