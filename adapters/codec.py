@@ -383,6 +383,17 @@ def encode_entry(times: Sequence[int], values: Sequence[Any],
     return data + body
 
 
+def encode_float_record_segment(field: str, n: int, times: bytes, floats: bytes) -> bytes | None:
+    """The segment :func:`encode_entry` writes for ``n >= 2`` events whose values are all
+    ``{field: float}``, from their times and floats already packed as little-endian int64 /
+    float64 (arrival order), e.g. by NumPy's ``tobytes``; ``None`` if ``field`` cannot be a
+    header key (then use :func:`encode_entry`)."""
+    prefix = _body_prefix((field,), "d")
+    if prefix is None or n < 2:
+        return None
+    return _SEGMENT_HEAD.pack(_SEGMENT, n) + bytes([_TIMES_PACKED]) + times + prefix + floats
+
+
 def _decode_segment(data: bytes) -> tuple[list[int], list[Any]]:
     _, n = _SEGMENT_HEAD.unpack_from(data)
     at = _SEGMENT_HEAD.size

@@ -44,6 +44,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from adapters.codec import CODEC_VERSION, decode_entry, decode_meta
+from adapters.columnar import ColumnarIntake, KeyColumns
 from adapters.errors import BadEventError, CodecError, StateError
 from adapters.intake import Accepted, Intake, PolicyMeasure
 from adapters.kernels import Kernel, kernel_for
@@ -136,13 +137,16 @@ class WindowDriver:
         max_cached_keys: bound of the process-local structure cache (least recently used
             keys are dropped and rebuilt from state when they come back); ``None``: no bound.
         time_field: the name used for the event time in error messages.
+        columnar: let :meth:`process_batch` use the NumPy columnar intake
+            (:mod:`adapters.columnar`) when the query and the batch allow it; same rows
+            and errors either way (``False``: always the general path).
 
     Thread safety: one driver per engine task/operator instance; calls must not overlap.
     """
 
     def __init__(self, query: Query | dict[str, Any], *, algorithm: str | None = None,
                  backend: StateBackend | None = None, max_cached_keys: int | None = None,
-                 time_field: str = "time") -> None:
+                 time_field: str = "time", columnar: bool = True) -> None:
         self.query = parse_query(query)
         q = self.query
         self.allowed_lateness = q.allowed_lateness
@@ -188,6 +192,8 @@ class WindowDriver:
             measures.append(PolicyMeasure(i, spec, measure_lift))
         self._intake = Intake(q.aggregations, measures, time_field, kernels,
                               with_values=any(isinstance(s, OverWindow) for _, s in time_specs))
+        #: batch-wide NumPy intake for the commonest queries (None: not covered / no NumPy)
+        self._columnar = ColumnarIntake.for_intake(self._intake) if columnar else None
         self._first_policy = len(self._lanes) - len(measures)  # policy lanes last
         self._sliding = [(spec.range, spec.slide, spec.offset + spec.range)
                          for _, spec in time_specs if isinstance(spec, SlidingWindow)]
@@ -268,6 +274,16 @@ class WindowDriver:
         backend = backend if backend is not None else self.backend
         if type(events) is not list and type(events) is not tuple:
             events = list(events)
+        out = Output()
+        split = self._columnar.split(events) if self._columnar is not None else None
+        if split is not None:
+            if watermark is not None and type(watermark) is not int:
+                watermark = parse_watermark(watermark)
+            prepared_columns = [self._prepare_columns(key, cols, backend.key_state(key),
+                                                      watermark) for key, cols in split]
+            for p in prepared_columns:
+                self._apply(p, out)
+            return out
         groups: dict[Any, tuple[list[Any], list[Any]]] = {}
         get = groups.get
         try:
@@ -282,7 +298,6 @@ class WindowDriver:
             groups = {key: (times, values) for key, times, values in _group_each(events)}
         prepared = [self._prepare(key, times, values, backend.key_state(key), watermark)
                     for key, (times, values) in groups.items()]
-        out = Output()
         for p in prepared:
             self._apply(p, out)
         return out
@@ -316,8 +331,9 @@ class WindowDriver:
             self._cache.pop(key, None)
 
     # ------------------------------------------------------------------ a call
-    def _prepare(self, key: Any, times: Sequence[Any], values: Sequence[Any],
-                 state: KeyState, watermark: Any) -> _Prepared:
+    def _runtime(self, key: Any, state: KeyState,
+                 watermark: Any) -> tuple[KeyRuntime, int | float]:
+        """The key's runtime (cached or rebuilt) and its watermark after ``watermark``."""
         meta = state.get_meta()
         rt = self._cache.get(key)
         if rt is None or (rt.meta_bytes is not meta and rt.meta_bytes != meta) or \
@@ -328,11 +344,24 @@ class WindowDriver:
             w = watermark if type(watermark) is int else parse_watermark(watermark)
             if w > wm:
                 wm = w
+        return rt, wm
+
+    def _prepare(self, key: Any, times: Sequence[Any], values: Sequence[Any],
+                 state: KeyState, watermark: Any) -> _Prepared:
+        rt, wm = self._runtime(key, state, watermark)
         if not times:
             return key, state, rt, wm, _NOTHING
         return key, state, rt, wm, self._intake.accept(
             key, times, values, wm - self.allowed_lateness,
             encode=getattr(state, "keeps_log", True))
+
+    def _prepare_columns(self, key: Any, cols: KeyColumns, state: KeyState,
+                         watermark: Any) -> _Prepared:
+        """:meth:`_prepare` for a key of a batch split by the columnar intake."""
+        rt, wm = self._runtime(key, state, watermark)
+        assert self._columnar is not None
+        return key, state, rt, wm, self._columnar.accept(
+            key, cols, wm - self.allowed_lateness, encode=getattr(state, "keeps_log", True))
 
     def _apply(self, p: _Prepared, out: Output) -> None:
         key, state, rt, watermark, (records, data, late) = p

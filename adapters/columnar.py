@@ -1,0 +1,198 @@
+"""Columnar intake of a whole micro-batch with NumPy: an optional accelerator of
+:meth:`adapters.WindowDriver.process_batch` for the commonest query shape.
+
+What it covers: kernel mode (:mod:`adapters.kernels`: every output is ``max``, ``min``,
+``sum`` or ``mean`` of one field, every window a sliding/tumbling window) where all outputs
+read the **same field**, and a batch whose events are all ``(key, int time, {field:
+float})`` with finite floats. Anything else, and any batch with one irregular event, takes the
+general per-key path (:class:`adapters.intake.Intake`), which also reports bad events; so
+results and errors never depend on which path ran. Without NumPy the general path always runs.
+
+Why: the general path handles one key at a time, so each of its C-level passes walks that
+key's events, spread over the whole batch in memory (a few MB for 10^4 events): measured
+here, 5 to 8 times slower per event than the same passes over objects that are next to each
+other. This intake reads each event once, in arrival order (``operator.itemgetter`` and one
+``numpy.array`` per column), then groups, sorts and encodes with array operations, and hands
+each key fresh, compact Python objects:
+
+* per key, the pending-buffer records ``(time, value)`` sorted by time, ties in arrival order
+  (one stable ``numpy.lexsort`` by key and time for the whole batch);
+* per key, the log entry: a segment of its events in that same order (sliced from two
+  ``tobytes`` of the batch), byte for byte what :func:`adapters.codec.encode_entry` writes
+  for them;
+* the late events (``time < boundary``), in arrival order, with their original values.
+
+The values are the same floats (``tolist`` of a float64 array gives back equal Python floats,
+``-0.0`` included), and the kernels fold them exactly as before, so rows are identical.
+"""
+
+from __future__ import annotations
+
+import operator
+from bisect import bisect_left
+from collections.abc import Sequence
+from typing import Any
+
+from adapters.codec import encode_entry, encode_float_record_segment
+from adapters.intake import Accepted, Intake
+from adapters.results import LateEvent
+
+try:  # optional: engines ship NumPy, the core does not need it
+    import numpy as np
+except ImportError:  # pragma: no cover - exercised by the fallback test with a stub
+    np = None  # type: ignore[assignment]
+
+#: Batches smaller than this take the general path (array set-up would cost more).
+MIN_BATCH = 64
+#: Events checked per pass (a few hundred KB of objects: stays in the CPU cache).
+_CHUNK = 1024
+
+_KEY, _TIME, _VALUE = (operator.itemgetter(i) for i in range(3))
+
+
+class KeyColumns:
+    """One key's events of a batch, as slices of the batch-wide columns.
+
+    ``times`` / ``values``: the key's times and field values sorted by time, ties in arrival
+    order (Python lists, fresh objects); ``time_bytes`` / ``value_bytes``: the same as
+    little-endian int64 / float64 bytes (for the log entry). ``offset``: where the key's
+    events start in the batch's key-then-time order (to find the late events' originals).
+    """
+
+    __slots__ = ("offset", "time_bytes", "times", "value_bytes", "values")
+
+    def __init__(self, offset: int, times: list[int], values: list[float],
+                 time_bytes: bytes, value_bytes: bytes) -> None:
+        self.offset = offset
+        self.times = times
+        self.values = values
+        self.time_bytes = time_bytes
+        self.value_bytes = value_bytes
+
+
+class ColumnarIntake:
+    """Splits a batch into :class:`KeyColumns` and accepts them (see the module docstring).
+
+    Build it with :meth:`for_intake`, which returns ``None`` when the query is not covered.
+    """
+
+    def __init__(self, field: str, outputs: int) -> None:
+        self.field = field
+        self._get_field = operator.itemgetter(field)
+        #: kernel records hold the field value (one output) or a tuple of it per output
+        self._outputs = outputs
+        # the last split batch: its original values and its key-then-time order
+        self._values: Sequence[Any] = ()
+        self._by_time: Any = None
+
+    @classmethod
+    def for_intake(cls, intake: Intake) -> ColumnarIntake | None:
+        """The columnar intake of a query, or ``None`` (no NumPy, not kernel mode, several
+        fields, or records that carry event values)."""
+        kernels = intake.kernels
+        if np is None or kernels is None or intake.with_values:
+            return None
+        fields = {k.field for k in kernels}
+        if len(fields) != 1:
+            return None
+        (field,) = fields
+        if encode_float_record_segment(field, 2, b"", b"") is None:
+            return None  # not storable as a packed header key
+        return cls(field, len(kernels))
+
+    def split(self, events: Sequence[Any]) -> list[tuple[Any, KeyColumns]] | None:
+        """``(key, columns)`` per key in order of first appearance, or ``None`` if the batch
+        is small or irregular (then the general path must run: it validates every event)."""
+        n = len(events)
+        if n < MIN_BATCH:
+            return None
+        keys: list[Any] = []
+        values: list[Any] = []
+        time_parts = []
+        value_parts = []
+        get_field = self._get_field
+        try:
+            # Chunks small enough to stay in the CPU cache across the checks' passes: each
+            # event's objects are read from memory once.
+            for at in range(0, n, _CHUNK):
+                chunk = events[at:at + _CHUNK]
+                m = len(chunk)
+                if list(map(len, chunk)).count(3) != m:
+                    return None
+                ks, ts, vs = zip(*chunk)
+                if list(map(type, ts)).count(int) != m or \
+                        list(map(type, vs)).count(dict) != m or \
+                        list(map(len, vs)).count(1) != m:
+                    return None
+                xs = list(map(get_field, vs))  # KeyError: not all {field: ...}
+                if list(map(type, xs)).count(float) != m:
+                    return None
+                time_parts.append(np.array(ts, dtype=np.int64))  # OverflowError: > 64 bits
+                value_parts.append(np.array(xs, dtype=np.float64))
+                keys.extend(ks)
+                values.extend(vs)
+            first_seen = list(dict.fromkeys(keys))  # TypeError: an unhashable key
+        except (TypeError, KeyError, OverflowError):
+            return None
+        t = np.concatenate(time_parts)
+        x = np.concatenate(value_parts)
+        if not np.isfinite(x).all():
+            return None  # NaN / inf: the general path decides (lifts may refuse them)
+        code_of = {k: i for i, k in enumerate(first_seen)}
+        code_type = np.int16 if len(first_seen) < 2**15 else np.intp  # int16: radix sort
+        codes = np.fromiter(map(code_of.__getitem__, keys), dtype=code_type, count=n)
+        # by key, then time, ties in arrival order: two stable sorts (cheaper than lexsort)
+        time_order = np.argsort(t, kind="stable")
+        by_time = time_order[np.argsort(codes[time_order], kind="stable")]
+        bounds = np.concatenate(([0], np.cumsum(np.bincount(codes)))).tolist()
+        t = t[by_time]
+        x = x[by_time]
+        sorted_times = t.tolist()
+        sorted_values = x.tolist()
+        time_bytes = t.astype("<i8", copy=False).tobytes()
+        value_bytes = x.astype("<f8", copy=False).tobytes()
+        self._values = values
+        self._by_time = by_time
+        out = []
+        for code, key in enumerate(first_seen):
+            a, b = bounds[code], bounds[code + 1]
+            out.append((key, KeyColumns(a, sorted_times[a:b], sorted_values[a:b],
+                                        time_bytes[8 * a:8 * b], value_bytes[8 * a:8 * b])))
+        return out
+
+    def accept(self, key: Any, cols: KeyColumns, boundary: int | float,
+               encode: bool = True) -> Accepted:
+        """What :meth:`adapters.intake.Intake.accept` returns for the key's events: records
+        sorted by time, the log entry data (``None`` if ``encode`` is false), late events."""
+        times, values = cols.times, cols.values
+        late: Sequence[LateEvent] = ()
+        cut = 0
+        if times[0] < boundary:
+            cut = bisect_left(times, boundary)
+            at = cols.offset
+            originals = self._values
+            positions = self._by_time[at:at + cut].tolist()  # in the batch: arrival order
+            late = [LateEvent(key, t, originals[i])
+                    for i, t in sorted(zip(positions, times[:cut]))]
+            if cut == len(times):
+                return [], None, late
+            times, values = times[cut:], values[cut:]
+        raws: Sequence[Any] = values if self._outputs == 1 else \
+            [(x,) * self._outputs for x in values]
+        records = list(zip(times, raws))
+        if not encode:
+            return records, None, late
+        # The log entry holds the events in records order. Its arrival numbers (``seq + i``)
+        # then follow that order, which keeps equal times in arrival order: all a rebuild
+        # needs (it sorts by time, then arrival number).
+        n = len(times)
+        data: bytes | None
+        if n == 1:
+            data = encode_entry(times, [{self.field: values[0]}])
+        else:
+            data = encode_float_record_segment(self.field, n, cols.time_bytes[8 * cut:],
+                                               cols.value_bytes[8 * cut:])
+        return records, data, late
+
+
+__all__ = ["MIN_BATCH", "ColumnarIntake", "KeyColumns"]
