@@ -156,25 +156,27 @@ def from_json(obj: Any) -> Any:
 
 
 # ------------------------------------------------------------------------- packed records
-_prefixes: dict[tuple[tuple[str, ...], str], bytes] = {}
+_prefixes: dict[tuple[int, tuple[str, ...], str], bytes] = {}
 _structs: dict[int, struct.Struct] = {}
 
 
-def _record_prefix(keys: tuple[str, ...], fmt: str) -> bytes | None:
-    """``0x01 | u16 length | header`` of a packed record, or ``None`` if the header is too
-    long (or not encodable: the JSON path reports that)."""
-    prefix = _prefixes.get((keys, fmt))
+def _header_prefix(kind: int, keys: tuple[str, ...], fmt: str) -> bytes | None:
+    """``kind | u16 length | header`` (header: JSON ``[fmt, *keys]``) of a packed record
+    (kind ``0x01``) or of a flat-record segment body (kind ``0x01`` after the times), cached;
+    ``None`` if the header is too long or not encodable (a lone surrogate in a key): the
+    JSON path then stores the value, or reports it."""
+    prefix = _prefixes.get((kind, keys, fmt))
     if prefix is None:
         try:
             header = _dumps([fmt, *keys]).encode("utf-8")
-        except ValueError:  # e.g. a lone surrogate in a key
+        except ValueError:
             return None
         if len(header) > _MAX_HEADER:
             return None
-        prefix = bytes([_PACKED_RECORD]) + len(header).to_bytes(2, "little") + header
+        prefix = bytes([kind]) + len(header).to_bytes(2, "little") + header
         if len(_prefixes) >= 1024:
             _prefixes.clear()
-        _prefixes[(keys, fmt)] = prefix
+        _prefixes[(kind, keys, fmt)] = prefix
     return prefix
 
 
@@ -206,7 +208,7 @@ def _pack_one(value: dict[Any, Any]) -> bytes | None:
             return None
     if not floats:
         return None
-    prefix = _record_prefix(tuple(value), "".join(fmt))
+    prefix = _header_prefix(_PACKED_RECORD, tuple(value), "".join(fmt))
     if prefix is None:
         return None
     data = prefix + _floats_struct(len(floats)).pack(*floats)
@@ -280,27 +282,6 @@ def _int64_struct(n: int) -> struct.Struct:
     return s
 
 
-_bodies: dict[tuple[tuple[str, ...], str], bytes] = {}
-
-
-def _body_prefix(keys: tuple[str, ...], fmt: str) -> bytes | None:
-    """``kind | u16 length | header`` of a flat-record segment body (cached), or ``None``
-    if the header cannot be written (too long, or a lone surrogate in a key)."""
-    prefix = _bodies.get((keys, fmt))
-    if prefix is None:
-        try:
-            header = _dumps([fmt, *keys]).encode("utf-8")
-        except ValueError:
-            return None
-        if len(header) > _MAX_HEADER:
-            return None
-        prefix = bytes([_BODY_RECORDS]) + len(header).to_bytes(2, "little") + header
-        if len(_bodies) >= 1024:
-            _bodies.clear()
-        _bodies[(keys, fmt)] = prefix
-    return prefix
-
-
 def _records_body(columns: Columns) -> bytes | None:
     """The flat-record body of a segment (``None`` if the values do not qualify)."""
     values = columns.values
@@ -316,7 +297,8 @@ def _records_body(columns: Columns) -> bytes | None:
     others = []
     try:
         if len(keys) == 1 and type(keys[0]) is str and columns.types(keys[0]) == _ONLY_FLOAT:
-            prefix = _body_prefix(keys, "d")  # the usual record: one float field
+            # the usual record: one float field
+            prefix = _header_prefix(_BODY_RECORDS, keys, "d")
             if prefix is not None:
                 return prefix + _floats_struct(n).pack(*columns.column(keys[0]))
         for k in keys:
@@ -333,7 +315,7 @@ def _records_body(columns: Columns) -> bytes | None:
                 return None
     except KeyError:  # not the same keys after all
         return None
-    prefix = _body_prefix(keys, fmt)
+    prefix = _header_prefix(_BODY_RECORDS, keys, fmt)
     if prefix is None:
         return None
     pack = _floats_struct(n).pack
@@ -388,7 +370,7 @@ def encode_float_record_segment(field: str, n: int, times: bytes, floats: bytes)
     ``{field: float}``, from their times and floats already packed as little-endian int64 /
     float64 (arrival order), e.g. by NumPy's ``tobytes``; ``None`` if ``field`` cannot be a
     header key (then use :func:`encode_entry`)."""
-    prefix = _body_prefix((field,), "d")
+    prefix = _header_prefix(_BODY_RECORDS, (field,), "d")
     if prefix is None or n < 2:
         return None
     return _SEGMENT_HEAD.pack(_SEGMENT, n) + bytes([_TIMES_PACKED]) + times + prefix + floats

@@ -107,6 +107,19 @@ def _run_folds(combine: Callable[[Any, Any], Any],
     return part_all, part_all_onto
 
 
+def _insert_before(w: Window, starts: Sequence[int], parts: Sequence[Any], inserted: int,
+                   ns: int, limit: int | float) -> int:
+    """Insert the completed slices ``inserted ..`` that start before ``limit`` (one insert,
+    or one bulk insert for several); returns how many of the ``ns`` slices are inserted."""
+    k = bisect_left(starts, limit, inserted, ns)
+    if k > inserted:
+        if k == inserted + 1:
+            w.insert(starts[inserted], parts[inserted])
+        else:
+            w.bulk_insert(zip(starts[inserted:k], parts[inserted:k]))
+    return k if k > inserted else inserted
+
+
 class TimeLane:
     """Sliding/tumbling and OVER specs over one time-keyed structure holding slices."""
 
@@ -280,13 +293,7 @@ class TimeLane:
                     continue
                 lo = i
                 start = e - r  # the window [start, e) holds the event at t
-                k = bisect_left(starts, e, inserted, ns)
-                if k > inserted:
-                    if k == inserted + 1:
-                        w.insert(starts[inserted], parts[inserted])
-                    else:
-                        w.bulk_insert(zip(starts[inserted:k], parts[inserted:k]))
-                    inserted = k
+                inserted = _insert_before(w, starts, parts, inserted, ns, e)
                 if start > low:
                     w.bulk_evict(start - 1)
                     low = start
@@ -315,13 +322,7 @@ class TimeLane:
         out = self.out
         inserted, ns = 0, len(starts)
         for (limit, _, start, idx, payload), bound in zip(points, bounds):
-            k = bisect_left(starts, limit, inserted, ns)
-            if k > inserted:
-                if k == inserted + 1:
-                    w.insert(starts[inserted], parts[inserted])
-                else:
-                    w.bulk_insert(zip(starts[inserted:k], parts[inserted:k]))
-                inserted = k
+            inserted = _insert_before(w, starts, parts, inserted, ns, limit)
             if bound > low:
                 if bound == INF:
                     evict_below(w, bound)
