@@ -41,7 +41,7 @@ test-spark: check-java $(VENVS)/spark/.installed
 
 test-beam: $(VENVS)/beam/.installed
 	HYPOTHESIS_PROFILE=quick $(VENVS)/beam/bin/python -m pytest $(ENGINE_SUITES) $(PYTEST_FLAGS)
-	$(VENVS)/beam/bin/python -m pytest tests/beam
+	$(VENVS)/beam/bin/python -m pytest tests/beam $(PYTEST_FLAGS)
 
 lint: $(VENVS)/core/.installed
 	$(VENVS)/core/bin/ruff check .
