@@ -107,6 +107,27 @@ def _run_folds(combine: Callable[[Any, Any], Any],
     return part_all, part_all_onto
 
 
+def _due_window_ends(times: Sequence[int], head: int, x: int | float, b: int | float,
+                     r: int, s: int, e0: int) -> Iterator[int]:
+    """Ends ``e``, ascending, of the windows ``[e - r, e)`` of a sliding spec (``e0 + j*s``)
+    that end after ``x`` and by ``b`` and hold a retained event (``times[head:]``, sorted).
+    Empty windows are skipped by binary search, so a long quiet stretch costs nothing."""
+    n = len(times)
+    e = e0 + s * ((x - e0) // s + 1)  # the first window end after x
+    lo = head
+    while e <= b:
+        i = bisect_left(times, e - r, lo, n)
+        if i == n:
+            return
+        t = times[i]
+        if t < e:  # the window [e - r, e) holds the event at t
+            yield int(e)
+            e += s
+            lo = i
+        else:      # skip the empty windows up to the first one holding t
+            e = e0 + s * ((t - e0) // s + 1)
+
+
 def _insert_before(w: Window, starts: Sequence[int], parts: Sequence[Any], inserted: int,
                    ns: int, limit: int | float) -> int:
     """Insert the completed slices ``inserted ..`` that start before ``limit`` (one insert,
@@ -232,19 +253,8 @@ class TimeLane:
         if head < n:
             x = times[head] if b_old == -INF else b_old
             for order, idx, r, s, e0 in self._sliding:
-                e = e0 + s * ((x - e0) // s + 1)  # the first window end after x
-                lo = head
-                while e <= b:
-                    i = bisect_left(times, e - r, lo, n)
-                    if i == n:
-                        break
-                    t = times[i]
-                    if t < e:  # the window [e - r, e) holds the event at t
-                        add((e, order, e - r, idx, None))
-                        e += s
-                        lo = i
-                    else:      # skip the empty windows up to the first one holding t
-                        e = e0 + s * ((t - e0) // s + 1)
+                for e in _due_window_ends(times, head, x, b, r, s, e0):
+                    add((e, order, e - r, idx, None))
         for order, idx, r in self._over:
             j = 0
             while j < m:
@@ -281,18 +291,8 @@ class TimeLane:
         out = self.out
         if head < n:
             x = times[head] if b_old == -INF else int(b_old)
-            e = e0 + s * ((x - e0) // s + 1)  # the first window end after x
-            lo = head
-            while e <= b:
-                i = bisect_left(times, e - r, lo, n)
-                if i == n:
-                    break
-                t = times[i]
-                if t >= e:  # skip the empty windows up to the first one holding t
-                    e = e0 + s * ((t - e0) // s + 1)
-                    continue
-                lo = i
-                start = e - r  # the window [start, e) holds the event at t
+            for e in _due_window_ends(times, head, x, b, r, s, e0):
+                start = e - r
                 inserted = _insert_before(w, starts, parts, inserted, ns, e)
                 if start > low:
                     w.bulk_evict(start - 1)
@@ -303,7 +303,6 @@ class TimeLane:
                 else:
                     row[out] = w.query()
                 rows.append(row)
-                e += s
         if inserted < ns:
             w.bulk_insert(zip(starts[inserted:], parts[inserted:]))
         final = ls.retain = self.need(b)
