@@ -63,7 +63,7 @@ from adapters.specs import (
     SlidingWindow,
     parse_query,
 )
-from adapters.state import KeyState, MemoryStateBackend, StateBackend, append_sorted
+from adapters.state import KeyState, MemoryStateBackend, StateBackend
 from adapters.times import END_OF_INPUT, parse_time, parse_watermark
 from swag_core import Aggregation, make_window, product
 
@@ -379,7 +379,16 @@ class WindowDriver:
                     # one log entry for the call: its newest time, first seq, all the events
                     entry = (records[-1][0], seq, data)
                     heapq.heappush(rt.segments, (entry[0], seq))
-                append_sorted(rt.pending, records)
+                # Pending records are appended unsorted (O(1) per event even when events
+                # arrive out of order while the watermark stands still) and sorted once, at
+                # release; ``records`` is sorted, so its first time is its smallest.
+                pending = rt.pending
+                first = records[0][0]
+                if pending and first < pending[-1][0]:
+                    rt.pending_sorted = False
+                pending.extend(records)
+                if first < rt.pending_min:
+                    rt.pending_min = first
                 rt.seq = seq + len(records)
             if late:
                 rt.late += len(late)
@@ -415,8 +424,7 @@ class WindowDriver:
         """Smallest watermark at which :meth:`advance_watermark` will emit something."""
         boundary = rt.wm - self.allowed_lateness
         best: int | float = INF
-        pending = rt.pending
-        pmin = pending[0][0] if pending else INF
+        pmin = rt.pending_min
         times = rt.times
         last = times[-1] if len(times) > rt.head else None
         for r, s, e0 in self._sliding:  # first window end after x: e0 + s * ((x - e0)//s + 1)
@@ -446,13 +454,18 @@ class WindowDriver:
         b = watermark - lateness
         new: list[Record] = []
         pending = rt.pending
-        if pending and pending[0][0] < b:
+        if pending and rt.pending_min < b:
+            if not rt.pending_sorted:  # stable: equal times stay in arrival order
+                pending.sort(key=_TIME)
+                rt.pending_sorted = True
             if b == INF:
                 new, rt.pending = pending, []
+                rt.pending_min = INF
             else:  # pending is sorted by (time, seq): release its prefix before b
                 i = bisect_left(pending, b, key=_TIME)
                 new = pending[:i]
                 del pending[:i]
+                rt.pending_min = pending[0][0] if pending else INF
             rt.times.extend(map(_TIME, new))
             rt.released += len(new)
         lanes = self._lanes
@@ -574,6 +587,7 @@ class WindowDriver:
         heapq.heapify(segments)
         rt.segments = segments
         rt.pending = pending  # sorted by (time, seq)
+        rt.pending_min = pending[0][0] if pending else INF
         rt.times = [r[0] for r in released]
         policy_lengths = iter(meta.get("pol", []))
         for lane, ls in zip(self._lanes, rt.lanes):

@@ -47,6 +47,8 @@ class KeyRuntime:
         "late",
         "meta_bytes",
         "pending",
+        "pending_min",
+        "pending_sorted",
         "released",
         "segments",
         "seq",
@@ -60,8 +62,12 @@ class KeyRuntime:
         self.seq = 0
         self.released = 0
         self.late = 0
-        # records waiting for the watermark, sorted by (time, seq)
+        # records waiting for the watermark, in arrival order of the calls (each call's
+        # records sorted); sorted by (time, seq) if pending_sorted; pending_min: the
+        # smallest pending time (INF if none)
         self.pending: list[Record] = []
+        self.pending_sorted = True
+        self.pending_min: int | float = INF
         # times of the released events still retained, sorted; live from head
         self.times: list[int] = []
         self.head = 0

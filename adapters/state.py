@@ -35,29 +35,29 @@ from adapters.errors import StateError
 #: One log entry: (event time in ms, arrival sequence number, encoded value).
 LogEntry = tuple[int, int, bytes]
 _TIME, _SEQ, _DATA = (operator.itemgetter(i) for i in range(3))
-_SHORT_TAIL = 8
+_FEW = 8  # batches up to this size are inserted item by item
 
 
 def append_sorted(log: list[Any], batch: list[Any]) -> None:
     """Append ``batch`` to ``log``, both sorted by their items' first element (a time),
     keeping ``log`` sorted; of equal times, ``log``'s items stay first. O(len(batch)) when
-    ``batch`` is not older than ``log``'s newest item, else O(len(batch) + items newer than
-    ``batch[0]``). ``batch`` may be modified."""
+    ``batch`` is not older than ``log``'s newest item; otherwise a binary search per item and
+    a C-level move of the items newer than it (a few items), or one merge of the batch with
+    the items newer than ``batch[0]`` (many). ``batch`` may be modified."""
     if not log or batch[0][0] >= log[-1][0]:
         log.extend(batch)
         return
     i = bisect.bisect_right(log, batch[0][0], key=_TIME)
+    if len(batch) <= _FEW:
+        for item in batch:  # after equal times: ties stay in arrival order
+            bisect.insort_right(log, item, i, key=_TIME)
+            i += 1
+        return
     tail = log[i:]
     del log[i:]
-    if len(tail) <= _SHORT_TAIL:
-        # a few late items: insert each before the batch's items of equal time
-        for item in reversed(tail):
-            batch.insert(bisect.bisect_left(batch, item[0], key=_TIME), item)
-    else:
-        tail.extend(batch)
-        tail.sort(key=_TIME)  # two sorted runs: one linear merge
-        batch = tail
-    log.extend(batch)
+    tail.extend(batch)
+    tail.sort(key=_TIME)  # two sorted runs: one stable linear merge, log's items first
+    log.extend(tail)
 
 
 @runtime_checkable

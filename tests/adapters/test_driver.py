@@ -11,6 +11,7 @@ import pytest
 import adapters
 from adapters import (
     END_OF_INPUT,
+    MemoryKeyState,
     MemoryStateBackend,
     OverWindow,
     PolicyWindow,
@@ -230,3 +231,24 @@ def test_run_scenario_reports_rows_per_step_and_late_counts() -> None:
     bad = dict(scenario, steps=[{"events": [["a", None, {"v": 1}]]}])
     with pytest.raises(adapters.BadEventError, match="null"):
         adapters.run_scenario(bad)
+
+
+def test_out_of_order_events_are_buffered_unsorted_and_sorted_once_at_release() -> None:
+    """One event per call, newest first, while the watermark stands still (Beam/Flink with a
+    lagging watermark): each call appends in O(1); the buffer is sorted once, when released,
+    and the windows are exactly those of the sorted stream."""
+    driver = WindowDriver({"windows": [{"kind": "tumbling", "size": 100}],
+                           "aggregations": {"vs": {"fn": "collect", "field": "v"}}})
+    state = MemoryKeyState()
+    times = list(range(999, -1, -1))
+    for t in times:
+        driver.process("k", [(t, {"v": t})], state)
+    rt = driver._cache["k"]
+    assert [r[0] for r in rt.pending] == times  # arrival order: nothing was re-sorted
+    assert not rt.pending_sorted and rt.pending_min == 0
+    out = driver.advance_watermark("k", 500, state)
+    assert [r["vs"] for r in out.rows] == [list(range(s, s + 100)) for s in range(0, 500, 100)]
+    assert rt.pending_sorted and rt.pending_min == 500
+    assert driver.info("k", state).pending == 500
+    out = driver.advance_watermark("k", "end", state)
+    assert [r["start"] for r in out.rows] == [500, 600, 700, 800, 900]
