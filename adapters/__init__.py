@@ -49,6 +49,7 @@ from adapters.state import (
     StateBackend,
     TransientKeyState,
 )
+from adapters.windows import count_window, duration_ms, normalize_window, over, sliding, tumbling
 
 __all__ = [
     "CODEC_VERSION",
@@ -77,8 +78,12 @@ __all__ = [
     "WindowDriver",
     "aggregation_from",
     "choose_algorithm",
+    "count_window",
     "decode_value",
+    "duration_ms",
     "encode_value",
+    "normalize_window",
+    "over",
     "parse_aggregation",
     "parse_query",
     "parse_time",
@@ -86,4 +91,6 @@ __all__ = [
     "parse_window",
     "run_scenario",
     "run_steps",
+    "sliding",
+    "tumbling",
 ]

@@ -11,10 +11,11 @@ which does all the deciding; see ``docs/beam.md``.
 """
 
 from adapters import BadEventError, QuerySpecError
+from adapters.windows import count_window, over, sliding, tumbling
 
 from .dofn import LATE_TAG, METRICS_NAMESPACE, BagLogDoFn, OrderedLogDoFn
 from .state import BagLogState, OrderedLogState
-from .transform import SlidingAggregate, count_window, over, sliding, tumbling
+from .transform import SlidingAggregate
 
 __all__ = [
     "LATE_TAG",

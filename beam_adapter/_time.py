@@ -12,7 +12,6 @@ firing passes ``W = T // 1000 + 1 = N`` (the largest watermark the firing proves
 from __future__ import annotations
 
 import datetime as _dt
-import operator
 from typing import Any
 
 from apache_beam.transforms.window import GlobalWindow
@@ -71,24 +70,6 @@ def to_ms(x: Any) -> Any:
     if rest:
         raise ValueError(f"{x!r} is not a whole number of milliseconds")
     return ms
-
-
-def duration_ms(x: Any, what: str) -> int:
-    """A window parameter as integer ms: an ``int`` (ms), ``timedelta`` or Beam ``Duration``."""
-    try:
-        v = to_ms(x)
-    except ValueError as exc:
-        raise ValueError(f"{what}: {exc}") from None
-    if isinstance(v, bool):
-        raise TypeError(f"{what}: expected milliseconds, a timedelta or a Beam Duration, "
-                        f"got {x!r}")
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    try:
-        return operator.index(v)
-    except TypeError:
-        raise TypeError(f"{what}: expected integer milliseconds, a timedelta or a Beam "
-                        f"Duration, got {x!r}") from None
 
 
 def timer_micros(n: int) -> int | None:

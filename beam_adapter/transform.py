@@ -15,50 +15,12 @@ from apache_beam.transforms.window import GlobalWindows
 from apache_beam.typehints.typehints import coerce_to_kv_type
 
 from adapters import WindowDriver, parse_query
+from adapters.windows import duration_ms, normalize_window
 
-from . import _time
 from .dofn import LATE_TAG, BagLogDoFn, OrderedLogDoFn
 
 STATE_CHOICES = ("auto", "ordered_list", "bag")
 TIMESTAMP_CHOICES = ("window", "emission")
-
-
-# ----------------------------------------------------------------------------- windows
-def sliding(range: Any, slide: Any, offset: Any = 0) -> dict[str, Any]:
-    """Sliding windows ``[start, start + range)`` every ``slide`` (durations: integer ms,
-    ``datetime.timedelta`` or Beam ``Duration``), like Beam's ``SlidingWindows``."""
-    return {"kind": "sliding", "range": _time.duration_ms(range, "range"),
-            "slide": _time.duration_ms(slide, "slide"),
-            "offset": _time.duration_ms(offset, "offset")}
-
-
-def tumbling(size: Any, offset: Any = 0) -> dict[str, Any]:
-    """Tumbling windows (``FixedWindows``): sliding with ``slide == size``."""
-    return {"kind": "tumbling", "size": _time.duration_ms(size, "size"),
-            "offset": _time.duration_ms(offset, "offset")}
-
-
-def over(range: Any) -> dict[str, Any]:
-    """Per-event windows: for each event at t, the key's events in ``[t - range, t]``."""
-    return {"kind": "over", "range": _time.duration_ms(range, "range")}
-
-
-def count_window(size: int, every: int = 1) -> dict[str, Any]:
-    """The key's last ``size`` events, emitted after every ``every``-th event."""
-    return {"kind": "count", "size": size, "every": every}
-
-
-_DURATIONS = {"sliding": ("range", "slide", "offset"), "tumbling": ("size", "offset"),
-              "over": ("range",)}
-
-
-def _normalize_window(spec: Any, path: str) -> Any:
-    if isinstance(spec, Mapping) and spec.get("kind") in _DURATIONS:
-        spec = dict(spec)
-        for name in _DURATIONS[spec["kind"]]:
-            if name in spec:
-                spec[name] = _time.duration_ms(spec[name], f"{path}.{name}")
-    return spec  # spec objects (adapters.SlidingWindow ...) are used as they are
 
 
 # ----------------------------------------------------------------------------- transform
@@ -123,10 +85,10 @@ class SlidingAggregate(beam.PTransform):
             raise TypeError(f"time must be None, a field name or a function, got {time!r}")
         specs = [window] if windows is None else list(windows)
         self.query: dict[str, Any] = {
-            "windows": [_normalize_window(w, f"windows[{i}]") for i, w in enumerate(specs)],
+            "windows": [normalize_window(w, f"windows[{i}]") for i, w in enumerate(specs)],
             "aggregations": dict(aggregations) if isinstance(aggregations, Mapping)
             else aggregations,
-            "allowed_lateness": _time.duration_ms(allowed_lateness, "allowed_lateness"),
+            "allowed_lateness": duration_ms(allowed_lateness, "allowed_lateness"),
         }
         if not isinstance(self.query["aggregations"], Mapping):
             agg = self.query["aggregations"]
@@ -179,4 +141,4 @@ def _identity(x: Any) -> Any:
     return x
 
 
-__all__ = ["SlidingAggregate", "count_window", "over", "sliding", "tumbling"]
+__all__ = ["SlidingAggregate"]

@@ -20,6 +20,7 @@ from apache_beam.transforms.window import FixedWindows, TimestampedValue
 from apache_beam.utils.timestamp import MIN_TIMESTAMP, Duration, Timestamp
 
 from adapters import BadEventError, MemoryStateBackend, QuerySpecError, WindowDriver
+from adapters.windows import duration_ms
 from beam_adapter import SlidingAggregate, _time, count_window, over, sliding, tumbling
 from beam_adapter.state import BagLogState, OrderedLogState
 from tests.beam import sink
@@ -73,9 +74,13 @@ def test_times_and_durations() -> None:
     assert _time.to_ms("12") == "12"  # left to the driver's parser
     with pytest.raises(ValueError):
         _time.to_ms(dt.timedelta(microseconds=1500))
-    assert _time.duration_ms(dt.timedelta(hours=1), "range") == 3_600_000
-    with pytest.raises(TypeError):
-        _time.duration_ms("1 hour", "range")
+    assert duration_ms(dt.timedelta(hours=1), "range") == 3_600_000
+    assert duration_ms(Duration(seconds=90), "range") == 90_000
+    assert duration_ms("1 hour", "range") == 3_600_000
+    with pytest.raises(TypeError, match="range"):
+        duration_ms(object(), "range")
+    with pytest.raises(ValueError, match="whole number"):
+        duration_ms(Duration(micros=1500), "range")
     assert sliding(Duration(seconds=60), dt.timedelta(seconds=10)) == {
         "kind": "sliding", "range": 60_000, "slide": 10_000, "offset": 0}
     assert tumbling(5)["size"] == 5 and over(7)["range"] == 7

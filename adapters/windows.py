@@ -1,0 +1,126 @@
+"""Window spec builders for the engine APIs, and the one duration parser they share.
+
+``sliding("1 hour", "5 minutes")``, ``tumbling(timedelta(minutes=10))``, ``over(3_600_000)``
+and ``count_window(100, every=10)`` return the dict form of a window spec
+(``docs/adapters.md``, section 2) with every duration in integer milliseconds, ready for
+:func:`adapters.parse_query`. The Spark and Beam adapters re-export them, so the same calls
+work on every engine.
+"""
+
+from __future__ import annotations
+
+import datetime
+import operator
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_UNITS_MS = {
+    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
+    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
+    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
+    "h": 3_600_000, "hr": 3_600_000, "hrs": 3_600_000, "hour": 3_600_000,
+    "hours": 3_600_000,
+    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+    "w": 604_800_000, "week": 604_800_000, "weeks": 604_800_000,
+}
+_TERM = re.compile(r"(-?\d+(?:\.\d+)?)\s*([a-z]+)")
+_EXPECTED = ("expected integer milliseconds, a timedelta, a Beam Duration or an interval "
+             "string like '1 hour' or '5 minutes'")
+
+
+def _whole_ms(micros: int, value: Any, what: str) -> int:
+    ms, rest = divmod(micros, 1000)
+    if rest:
+        raise ValueError(f"{what}: {value!r} is not a whole number of milliseconds")
+    return ms
+
+
+def duration_ms(value: Any, what: str) -> int:
+    """A duration in integer milliseconds, from an ``int`` (ms; also NumPy integers), an
+    integral ``float``, a ``datetime.timedelta``, an object with integer ``micros`` (Beam's
+    ``Duration``) or an interval string (``"1 hour"``, ``"90 s"``, ``"1 hour 30 minutes"``,
+    ``"interval 2 days"``). ``what`` names the parameter in errors: ``TypeError`` for another
+    type, ``ValueError`` for an unreadable string or a fraction of a millisecond."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what}: {_EXPECTED}, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if value.is_integer():
+            return int(value)
+        raise ValueError(f"{what}: {value!r} is not a whole number of milliseconds")
+    if isinstance(value, datetime.timedelta):
+        micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+        return _whole_ms(micros, value, what)
+    duck = getattr(value, "micros", None)
+    if isinstance(duck, int) and not isinstance(duck, bool):
+        return _whole_ms(duck, value, what)
+    if isinstance(value, str):
+        return _interval_ms(value, what)
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what}: {_EXPECTED}, got {value!r}") from None
+
+
+def _interval_ms(value: str, what: str) -> int:
+    text = value.strip().lower()
+    if text.startswith("interval"):
+        text = text[len("interval"):].strip()
+    terms = _TERM.findall(text)
+    if terms and not _TERM.sub("", text).strip():
+        total = 0.0
+        for number, unit in terms:
+            if unit not in _UNITS_MS:
+                raise ValueError(f"{what}: unknown unit {unit!r} in {value!r} (known: ms, s, "
+                                 f"min, h, d, w and their long forms)")
+            total += float(number) * _UNITS_MS[unit]
+        if total.is_integer():
+            return int(total)
+        raise ValueError(f"{what}: {value!r} is not a whole number of milliseconds")
+    raise ValueError(f"{what}: {_EXPECTED}, got {value!r}")
+
+
+def sliding(range: Any, slide: Any, offset: Any = 0) -> dict[str, Any]:
+    """Sliding windows ``[start, start + range)`` with ``start = offset + j * slide``, like
+    Spark's ``window(ts, range, slide)``, Beam's ``SlidingWindows`` and Flink's
+    ``SlidingEventTimeWindows`` (durations: see :func:`duration_ms`)."""
+    return {"kind": "sliding", "range": duration_ms(range, "range"),
+            "slide": duration_ms(slide, "slide"), "offset": duration_ms(offset, "offset")}
+
+
+def tumbling(size: Any, offset: Any = 0) -> dict[str, Any]:
+    """Tumbling windows: :func:`sliding` with ``slide == range == size``."""
+    return {"kind": "tumbling", "size": duration_ms(size, "size"),
+            "offset": duration_ms(offset, "offset")}
+
+
+def over(range: Any) -> dict[str, Any]:
+    """Per-event windows: for each event at ``t``, the key's events in ``[t - range, t]``
+    (SQL ``RANGE BETWEEN range PRECEDING AND CURRENT ROW``, peers included)."""
+    return {"kind": "over", "range": duration_ms(range, "range")}
+
+
+def count_window(size: int, every: int = 1) -> dict[str, Any]:
+    """The key's last ``size`` events, emitted after every ``every``-th event."""
+    return {"kind": "count", "size": size, "every": every}
+
+
+_DURATIONS = {"sliding": ("range", "slide", "offset"), "tumbling": ("size", "offset"),
+              "over": ("range",)}
+
+
+def normalize_window(spec: Any, path: str = "window") -> Any:
+    """A window spec with its durations in ms: the dict form with durations given any way
+    :func:`duration_ms` reads (errors name ``path.field``); other specs (``adapters`` spec
+    objects, count and policy dicts) are returned as they are."""
+    if isinstance(spec, Mapping) and spec.get("kind") in _DURATIONS:
+        spec = dict(spec)
+        for name in _DURATIONS[spec["kind"]]:
+            if name in spec:
+                spec[name] = duration_ms(spec[name], f"{path}.{name}")
+    return spec
+
+
+__all__ = ["count_window", "duration_ms", "normalize_window", "over", "sliding", "tumbling"]
