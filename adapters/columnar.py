@@ -76,11 +76,12 @@ class ColumnarIntake:
     Build it with :meth:`for_intake`, which returns ``None`` when the query is not covered.
     """
 
-    def __init__(self, field: str, outputs: int) -> None:
+    def __init__(self, field: str, reads_field: list[bool]) -> None:
         self.field = field
         self._get_field = operator.itemgetter(field)
-        #: kernel records hold the field value (one output) or a tuple of it per output
-        self._outputs = outputs
+        #: per output: reads the field (else a field-less count, whose raw value is None);
+        #: records hold the raw value (one output) or a tuple of one per output
+        self._reads_field = reads_field
         # the last split batch: its original values and its key-then-time order
         self._values: Sequence[Any] = ()
         self._by_time: Any = None
@@ -92,13 +93,14 @@ class ColumnarIntake:
         kernels = intake.kernels
         if np is None or kernels is None or intake.with_values:
             return None
-        fields = {k.field for k in kernels}
+        fields = {k.field for k in kernels} - {None}
         if len(fields) != 1:
             return None
         (field,) = fields
+        assert field is not None
         if encode_float_record_segment(field, 2, b"", b"") is None:
             return None  # not storable as a packed header key
-        return cls(field, len(kernels))
+        return cls(field, [k.field is not None for k in kernels])
 
     def split(self, events: Sequence[Any]) -> list[tuple[Any, KeyColumns]] | None:
         """``(key, columns)`` per key in order of first appearance, or ``None`` if the batch
@@ -177,9 +179,7 @@ class ColumnarIntake:
             if cut == len(times):
                 return [], None, late
             times, values = times[cut:], values[cut:]
-        raws: Sequence[Any] = values if self._outputs == 1 else \
-            [(x,) * self._outputs for x in values]
-        records = list(zip(times, raws))
+        records = list(zip(times, self._raws(values)))
         if not encode:
             return records, None, late
         # The log entry holds the events in records order. Its arrival numbers (``seq + i``)
@@ -193,6 +193,13 @@ class ColumnarIntake:
             data = encode_float_record_segment(self.field, n, cols.time_bytes[8 * cut:],
                                                cols.value_bytes[8 * cut:])
         return records, data, late
+
+    def _raws(self, values: list[float]) -> Sequence[Any]:
+        """What the records hold for the field values (see :meth:`Intake.raw`)."""
+        reads = self._reads_field
+        if len(reads) == 1:
+            return values if reads[0] else [None] * len(values)
+        return [tuple([x if r else None for r in reads]) for x in values]
 
 
 __all__ = ["MIN_BATCH", "ColumnarIntake", "KeyColumns"]

@@ -145,8 +145,10 @@ class Intake:
         single output, or a tuple of one field per output)."""
         assert self.kernels is not None
         if self.single:
-            return get_field(value, self.kernels[0].field)
-        return tuple([get_field(value, k.field) for k in self.kernels])
+            name = self.kernels[0].field
+            return None if name is None else get_field(value, name)
+        return tuple([None if k.field is None else get_field(value, k.field)
+                      for k in self.kernels])
 
     # ------------------------------------------------------------------ a batch
     def _lift_columns(self, columns: Columns) -> Sequence[Any]:
@@ -173,6 +175,9 @@ class Intake:
         assert self.kernels is not None
         cols = []
         for k in self.kernels:
+            if k.field is None:  # count: reads no field
+                cols.append([None] * len(columns.values))
+                continue
             xs = columns.column(k.field)
             if not k.accepts(xs, columns.types(k.field)):
                 return None
@@ -220,11 +225,13 @@ class Intake:
                     lifted: Sequence[Any] | None
                     if kernels is None:
                         lifted = self._lift_columns(columns)
-                    elif self.single:
+                    elif self.single and kernels[0].field is not None:
                         name = kernels[0].field
                         lifted = columns.column(name)
                         if not kernels[0].accepts(lifted, columns.types(name)):
                             lifted = None
+                    elif self.single:  # count of events
+                        lifted = [None] * len(values)
                     else:
                         lifted = self._raw_columns(columns)
                     if lifted is not None:

@@ -1,5 +1,6 @@
 """Column kernels: the built-in aggregation functions folded over a run of raw field values with
-C-level builtins instead of one ``lift`` and one ``combine`` call per event.
+C-level builtins instead of one ``lift`` and one ``combine`` call per event (``count`` of
+events: the run's length).
 
 The driver's time lanes fold the released events of each slice into one partial aggregate
 (:mod:`adapters.slicing`). For ``max``, ``min``, ``sum`` and ``mean`` on a field, the lift
@@ -28,7 +29,7 @@ from functools import reduce
 from typing import Any, NamedTuple
 
 from adapters.specs import AggSpec, plain_field
-from swag_core.aggregations import Max, Mean, Min, Sum
+from swag_core.aggregations import Count, Max, Mean, Min, Sum
 
 _NUMBERS = frozenset({int, float})
 _INTS = frozenset({int})
@@ -78,6 +79,18 @@ def _mean_onto(acc: tuple[Any, int], xs: Iterable[Any], n: int) -> tuple[Any, in
     return (reduce(operator.add, xs, acc[0]), acc[1] + n)
 
 
+def _count(xs: Iterable[Any], n: int) -> int:
+    return n  # lift is 1 for every event, combine is +
+
+
+def _count_onto(acc: int, xs: Iterable[Any], n: int) -> int:
+    return acc + n
+
+
+def _accepts_anything(xs: list[Any], types: set[type] | frozenset[type]) -> bool:
+    return True
+
+
 Fold = Callable[[Iterable[Any], int], Any]
 FoldOnto = Callable[[Any, Iterable[Any], int], Any]
 
@@ -93,8 +106,9 @@ class Kernel(NamedTuple):
     fold_onto: FoldOnto
     #: batch check, given the column and its set of types
     accepts: Callable[[list[Any], set[type] | frozenset[type]], bool]
-    #: the event field read
-    field: str
+    #: the event field read, or ``None`` (``count`` of events: reads nothing; the pending
+    #: buffer then holds ``None`` for it)
+    field: str | None
 
 
 _KERNELS: dict[str, tuple[type, Fold, FoldOnto]] = {
@@ -110,6 +124,8 @@ _PROBE = [float("3"), -1.5, float("3"), 7, 0.25, float("7"), 0.0, -0.0, 2**70, 1
 
 def kernel_for(spec: AggSpec) -> Kernel | None:
     """The kernel of an output, or ``None`` if it has none (or the probe disagrees)."""
+    if spec.fn == "count" and spec.extract is None and type(spec.aggregation) is Count:
+        return Kernel(_count, _count_onto, _accepts_anything, None)
     entry = _KERNELS.get(spec.fn or "")
     name = plain_field(spec.extract)
     if entry is None or name is None or type(spec.aggregation) is not entry[0]:

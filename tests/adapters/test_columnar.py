@@ -28,6 +28,10 @@ QUERIES = {
         "allowed_lateness": 7},
     "sum": {"windows": [{"kind": "tumbling", "size": 25}],
             "aggregations": {"s": {"fn": "sum", "field": FIELD}}},
+    "count+mean+max": {"windows": [{"kind": "sliding", "range": 40, "slide": 10}],
+                       "aggregations": {"n": {"fn": "count"},
+                                        "avg": {"fn": "mean", "field": FIELD},
+                                        "mx": {"fn": "max", "field": FIELD}}},
 }
 
 floats = st.one_of(st.sampled_from([0.0, -0.0, 1.5, -2.25, 3.0]),

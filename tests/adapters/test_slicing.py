@@ -23,7 +23,7 @@ from adapters import (
 from adapters.slicing import TimeLane, slice_grid
 from adapters.state import append_sorted
 from swag_core import Aggregation
-from swag_core.aggregations import Mean
+from swag_core.aggregations import Count, Mean
 
 from .brute import brute_force
 from .util import assert_same_rows
@@ -107,8 +107,10 @@ def test_kernels_are_used_only_where_they_are_exact() -> None:
     q = {"windows": sliding, "aggregations": {"m": {"fn": "max", "field": "v"},
                                                "a": {"fn": "mean", "field": "w"}}}
     assert kernel_mode(WindowDriver(q))
+    counted = {"n": {"fn": "count"}, "m": {"fn": "max", "field": "v"}}  # count of events
+    assert kernel_mode(WindowDriver(dict(q, aggregations=counted)))
     for aggs in ({"c": {"fn": "collect", "field": "v"}},
-                 {"m": {"fn": "max", "field": "v"}, "c": {"fn": "count"}},
+                 {"m": {"fn": "max", "field": "v"}, "c": {"fn": "count", "field": "v"}},
                  {"m": ("v", Mean())}):  # not made from the fn table: no kernel
         assert not kernel_mode(WindowDriver(dict(q, aggregations=aggs)))
     for windows in ([*sliding, {"kind": "count", "size": 3}], [{"kind": "over", "range": 5}],
@@ -125,7 +127,9 @@ numbers = st.one_of(st.integers(-10, 10), st.sampled_from([0.0, -0.0, 1.0, 1, 2.
        st.lists(st.integers(0, 220), max_size=6), st.sampled_from([("max", 40, 20),
                                                                    ("mean", 40, 10),
                                                                    ("sum", 30, 30),
-                                                                   ("min", 50, 25)]))
+                                                                   ("min", 50, 25),
+                                                                   ("count", 40, 20),
+                                                                   ("all", 60, 20)]))
 def test_kernels_give_bit_identical_rows(events: list[tuple[int, Any]], marks: list[int],
                                          case: tuple[str, int, int]) -> None:
     """The kernel fold does the same Python operations in the same order as lift +
@@ -133,9 +137,18 @@ def test_kernels_give_bit_identical_rows(events: list[tuple[int, Any]], marks: l
     from adapters.specs import _SIMPLE_FNS
     fn, range_, slide = case
     window = [{"kind": "sliding", "range": range_, "slide": slide}]
-    fast = WindowDriver({"windows": window, "aggregations": {"x": {"fn": fn, "field": "v"}}})
-    slow = WindowDriver({"windows": window,
-                         "aggregations": {"x": ("v", _SIMPLE_FNS[fn]())}})
+    if fn == "count":
+        fast_aggs: dict[str, Any] = {"x": {"fn": "count"}}
+        slow_aggs: dict[str, Any] = {"x": Count()}
+    elif fn == "all":  # several outputs, count of events among them
+        fast_aggs = {"n": {"fn": "count"}, "a": {"fn": "mean", "field": "v"},
+                     "m": {"fn": "max", "field": "v"}}
+        slow_aggs = {"n": Count(), "a": ("v", Mean()), "m": ("v", _SIMPLE_FNS["max"]())}
+    else:
+        fast_aggs = {"x": {"fn": fn, "field": "v"}}
+        slow_aggs = {"x": ("v", _SIMPLE_FNS[fn]())}
+    fast = WindowDriver({"windows": window, "aggregations": fast_aggs})
+    slow = WindowDriver({"windows": window, "aggregations": slow_aggs})
     assert kernel_mode(fast) and not kernel_mode(slow)
     got: dict[str, list[Any]] = {"fast": [], "slow": []}
     for name, driver in (("fast", fast), ("slow", slow)):
