@@ -82,11 +82,15 @@ def percentiles(samples_ns: list[int]) -> dict[str, float]:
     return {"p50": at(0.50), "p99": at(0.99), "p99.9": at(0.999), "max": float(s[-1])}
 
 
-def save(name: str, payload: dict[str, Any]) -> Path:
-    """Store one suite's results with the machine description."""
+def save(name: str, payload: dict[str, Any], clock: str | None = None) -> Path:
+    """Store one suite's results with the machine description; ``clock`` names how the
+    suite timed itself when it is not :data:`CLOCK_NAME` (e.g. wall time of an engine)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps({"machine": machine(), **payload}, indent=1, sort_keys=True))
+    desc = machine()
+    if clock is not None:
+        desc["clock"] = clock
+    path.write_text(json.dumps({"machine": desc, **payload}, indent=1, sort_keys=True))
     return path
 
 
