@@ -7,6 +7,8 @@ count, max and mean per window; R = 1 hour and S = 1 h, 10 min, 1 min, 10 s (k =
 one structure per key whatever k is. Both sides read the same cached DataFrame and write
 their result to Parquet; the timed part is that action. The two result sets are then read
 back and checked equal (``exceptAll`` both ways, means rounded to 1e-6), outside the timing.
+Besides wall time, each run records the CPU time of the JVM and of its Python workers, which
+other jobs on a shared machine do not inflate.
 
 Run: ``.venvs/spark/bin/python -m benchmarks spark_windows`` (``--quick``: 10^5 events), or
 ``.venvs/spark/bin/python -m benchmarks.spark_windows [--events N] [--slides 1h,10m]``.
@@ -68,18 +70,65 @@ def swag(df: Any, slide_ms: int, algorithm: str = "auto") -> Any:
         algorithm=algorithm, order_by="seq")
 
 
+def process_tree_cpu(root: int) -> dict[int, float] | None:
+    """CPU seconds (user + system) used so far by process ``root`` (the JVM) and each of its
+    live descendants (the Python daemon and workers), by pid, from ``/proc``; ``None`` where
+    there is no ``/proc``. Unlike wall time, CPU time does not grow when other jobs share
+    the machine."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    children: dict[int, list[int]] = {}
+    used: dict[int, float] = {}
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:  # gone meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (name) "
+        children.setdefault(int(fields[1]), []).append(pid)
+        used[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+    if root not in used:
+        return None
+    tree, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        tree[pid] = used.get(pid, 0.0)
+        todo += children.get(pid, [])
+    return tree
+
+
+def cpu_used(before: dict[int, float], after: dict[int, float],
+             root: int) -> tuple[float, float]:
+    """CPU seconds of the JVM ``root`` and of its descendants between two
+    :func:`process_tree_cpu` samples (a worker that exited in between is not counted; Spark
+    keeps busy workers alive)."""
+    deltas = {pid: cpu - before.get(pid, 0.0) for pid, cpu in after.items()}
+    return deltas.pop(root, 0.0), sum(deltas.values())
+
+
 def timed_noop(df: Any) -> float:
     start = time.perf_counter()
     df.write.format("noop").mode("overwrite").save()
     return time.perf_counter() - start
 
 
-def timed_parquet(df: Any, path: str) -> float:
+def timed_parquet(df: Any, path: str) -> tuple[float, tuple[float, float] | None]:
     """Compute and write the result (the same sink for both sides); the files are then
-    compared without recomputing anything."""
+    compared without recomputing anything. Returns the wall time and the CPU time of the
+    JVM and of the Python workers (see :func:`process_tree_cpu`)."""
+    jvm = df.sparkSession.sparkContext._gateway.proc.pid
+    cpu0 = process_tree_cpu(jvm)
     start = time.perf_counter()
     df.write.mode("overwrite").parquet(path)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    cpu1 = process_tree_cpu(jvm)
+    if cpu0 is None or cpu1 is None:
+        return wall, None
+    return wall, cpu_used(cpu0, cpu1, jvm)
 
 
 def same(a: Any, b: Any) -> tuple[bool, int]:
@@ -138,13 +187,17 @@ def measure(events: int, keys: int, slides: set[str] | None = None) -> dict[str,
             continue
         k = RANGE[1] // slide_ms
         a, b = os.path.join(tmp, f"native_{k}"), os.path.join(tmp, f"swag_{k}")
-        t_native = timed_parquet(native(df, slide), a)
-        t_swag = timed_parquet(swag(df, slide_ms), b)
+        t_native, cpu_native = timed_parquet(native(df, slide), a)
+        t_swag, cpu_swag = timed_parquet(swag(df, slide_ms), b)
         ok, rows = same(spark.read.parquet(a), spark.read.parquet(b))
         r = {"slide": short[slide], "k": k, "events": events, "keys": keys,
              "windows": rows, "native_s": round(t_native, 2), "swag_s": round(t_swag, 2),
              "native_eps": round(events / t_native), "swag_eps": round(events / t_swag),
-             "speedup": round(t_native / t_swag, 2), "same_results": ok}
+             "speedup": round(t_native / t_swag, 2), "same_results": ok,
+             "load_average": round(os.getloadavg()[0], 2)}
+        for side, cpu in (("native", cpu_native), ("swag", cpu_swag)):
+            if cpu is not None:
+                r[f"{side}_cpu_jvm_s"], r[f"{side}_cpu_python_s"] = (round(x, 2) for x in cpu)
         results.append(r)
         print(json.dumps(r), flush=True)
     version = spark.version
@@ -159,7 +212,8 @@ def run(quick: bool = False) -> None:
     from benchmarks import common
 
     payload = measure(100_000 if quick else 1_000_000, 100)
-    common.save("spark_windows", payload)
+    common.save("spark_windows", payload,
+                clock="wall (time.perf_counter), plus JVM and Python-worker CPU from /proc")
     common.IMAGES.mkdir(parents=True, exist_ok=True)
     if payload["results"]:
         plot(payload["results"], str(common.IMAGES / "spark_windows.png"))
@@ -182,7 +236,9 @@ def markdown(payload: dict[str, Any]) -> str:
         f"read the same cached DataFrame and write their result to Parquet (the timed "
         f"action); the results are checked equal with `exceptAll` both ways. Spark's "
         f"`window()` copies each event into k = R/S windows; swag keeps one structure per "
-        f"key. Run: "
+        f"key. Events/s are from wall time; the CPU columns are the CPU seconds the job took "
+        f"in the JVM and in the Python workers (from `/proc`, not inflated by other jobs on "
+        f"the machine). Run: "
         f"`.venvs/spark/bin/python -m benchmarks spark_windows`.\n" if results else "",
         table(results) + "\n",
         "![Spark windows](img/spark_windows.png)\n",
@@ -198,13 +254,21 @@ def markdown(payload: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cpu(r: dict[str, Any], side: str) -> str:
+    jvm, py = r.get(f"{side}_cpu_jvm_s"), r.get(f"{side}_cpu_python_s")
+    if jvm is None:
+        return "?"
+    return f"{jvm:.1f} + {py:.1f}" if py >= 0.05 else f"{jvm:.1f}"
+
+
 def table(results: list[dict[str, Any]]) -> str:
     lines = ["| S | k | windows | Spark native (events/s) | swag (events/s) | swag / native | "
-             "same results |", "|---|---|---|---|---|---|---|"]
+             "CPU s native | CPU s swag (JVM + Python) | same results |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines.append(f"| {r['slide']} | {r['k']} | {r['windows']:,} | {r['native_eps']:,} | "
-                     f"{r['swag_eps']:,} | {r['speedup']}x | "
-                     f"{'yes' if r['same_results'] else 'NO'} |")
+                     f"{r['swag_eps']:,} | {r['speedup']}x | {_cpu(r, 'native')} | "
+                     f"{_cpu(r, 'swag')} | {'yes' if r['same_results'] else 'NO'} |")
     return "\n".join(lines)
 
 

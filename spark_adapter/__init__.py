@@ -12,7 +12,8 @@ policy window aggregates for streaming and batch DataFrames, with one call.
 See ``docs/spark.md``.
 """
 
-from spark_adapter._types import SparkTypeError, duration_ms
+from adapters.windows import duration_ms
+from spark_adapter._types import SparkTypeError
 from spark_adapter.api import (
     METRIC,
     SparkConfigError,

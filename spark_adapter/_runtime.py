@@ -1,44 +1,88 @@
 """What runs in the Spark Python workers: the state mapping, the stateful processor
 (streaming, ``transformWithStateInPandas``) and the grouped function (batch,
-``applyInPandas``). Translation only: every decision about windows, lateness and state
+``applyInArrow``). Translation only: every decision about windows, lateness and state
 lives in :class:`adapters.WindowDriver`.
 
 Rows between Spark and Python (built by :mod:`spark_adapter.api`):
 
-* input: ``swag_k`` (the key columns as JSON text, also the grouping column), ``swag_t``
-  (event time: long ms, or the raw string for string time columns), ``swag_v`` (the value
-  columns as JSON text) and optionally ``swag_o`` (the order-by column). No leading
-  underscores: ``transformWithStateInPandas`` (4.3) rebuilds its input frames from
-  ``itertuples()`` namedtuples, which rename such columns to ``_0``, ``_1``, ...;
-* output (:data:`WIDE_SCHEMA`): one row per emitted window row, per-event row or late event.
+* input: ``swag_t`` (event time: long ms, or the raw string for string time columns),
+  optionally ``swag_o`` (the order-by column), and the key and value columns:
+
+  - streaming (pandas frames, :data:`WIDE_SCHEMA` out): ``swag_k`` (the key columns as JSON
+    text, also the grouping column) and ``swag_v`` (the value columns as JSON text);
+  - batch (Arrow tables, :func:`batch_schema` out; :class:`Typed` says which columns): the
+    keys as typed columns ``swag_k0, swag_k1, ...`` (the grouping columns) if every key
+    column has a scalar type, else ``swag_k`` as in streaming; each scalar value column as a
+    typed column ``swag_v0, swag_v1, ...`` and the others (arrays, structs) in ``swag_v``.
+
+  No leading underscores: ``transformWithStateInPandas`` (4.3) rebuilds its input frames
+  from ``itertuples()`` namedtuples, which rename such columns to ``_0``, ``_1``, ...;
+* output: one row per emitted window row, per-event row or late event: ``_swag_w`` (window
+  index, -1 for a late event), ``_swag_start``, ``_swag_end``, ``_swag_time``, the key
+  (``_swag_k`` JSON, or typed ``_swag_k0, ...``), the event value of per-event and late rows
+  (typed ``_swag_e0, ...`` for the typed value columns, ``_swag_event`` JSON for the others)
+  and the aggregates (typed ``_swag_a0, ...``, ``_swag_aggs`` JSON for the others).
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import struct
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters import END_OF_INPUT, MemoryKeyState, Output, Query, WindowDriver
+from pyspark.sql.types import (
+    DataType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from adapters import END_OF_INPUT, Output, Query, TransientKeyState, WindowDriver
 from adapters.state import LogEntry
 
-#: Output of the Python side (window index -1 marks a late event).
+from ._types import SparkTypeError
+
+#: Output of the Python side in streaming (window index -1 marks a late event).
 WIDE_SCHEMA = ("_swag_k string, _swag_w int, _swag_start long, _swag_end long, "
                "_swag_time long, _swag_event string, _swag_aggs string")
-WIDE_COLUMNS = ("_swag_k", "_swag_w", "_swag_start", "_swag_end", "_swag_time", "_swag_event",
-                "_swag_aggs")
 LATE = -1
+
+# Column names between Spark and Python. Typed columns are "<prefix><index>".
+KEY_IN, VALUE_IN, TIME_IN, ORDER_IN = "swag_k", "swag_v", "swag_t", "swag_o"
+KEY_OUT, EVENT_OUT, AGGS_OUT = "_swag_k", "_swag_event", "_swag_aggs"
+TYPED_EVENT_OUT, TYPED_AGG_OUT = "_swag_e", "_swag_a"
 
 #: Names of the state variables (part of the checkpoint format: do not rename).
 META_STATE = "swag_meta"
 LOG_STATE = "swag_log"
 META_SCHEMA = "m binary"
 LOG_SCHEMA = "seg binary"
+
+
+@dataclass(frozen=True)
+class Typed:
+    """Batch mode: the columns that travel as typed Arrow columns, each with its transport
+    type (:func:`spark_adapter._types.json_type`: timestamps as long microseconds, dates as
+    int days)."""
+
+    #: the key columns' types (``swag_k<i>`` in, ``_swag_k<i>`` out), or ``None``: the keys
+    #: travel as JSON text (``swag_k`` / ``_swag_k``)
+    keys: tuple[DataType, ...] | None
+    #: value columns (``swag_v<i>`` in; ``_swag_e<i>`` out on per-event and late rows)
+    values: tuple[tuple[str, DataType], ...]
+    #: aggregates (``_swag_a<i>`` out)
+    aggs: tuple[tuple[str, DataType], ...]
+    #: Spark's ``spark.sql.execution.arrow.useLargeVarTypes`` (the Arrow string type)
+    large_var_types: bool = False
 
 
 @dataclass
@@ -53,10 +97,16 @@ class Plan:
     key_names: tuple[str, ...]
     time_name: str
     time_is_string: bool
+    #: repairs what ``json.loads`` makes of the JSON value columns (``None``: nothing to do)
     value_fixer: Callable[[Any], Any] | None
     agg_encoders: dict[str, Callable[[Any], Any]]
-    agg_names: tuple[str, ...]
+    #: the value columns that travel as JSON text (``swag_v``), in order
+    json_values: tuple[str, ...]
+    #: the aggregates that travel as JSON text (``_swag_aggs``), in order
+    json_aggs: tuple[str, ...]
     has_order: bool
+    #: batch mode's typed columns; ``None`` in streaming
+    typed: Typed | None = None
     max_cached_keys: int | None = 100_000
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
@@ -80,11 +130,18 @@ def driver_for(plan: Plan) -> WindowDriver:
 
 # ----------------------------------------------------------------------------- decoding
 def decode_key(plan: Plan, key_json: str) -> Any:
-    """The driver's key: the single key column's value, or a tuple of them."""
+    """The driver's key: the single key column's value, or a tuple of them; the JSON text
+    itself if that is not hashable (a key column of an array or struct type)."""
     obj = json.loads(key_json)
     if len(plan.key_names) == 1:
-        return obj[plan.key_names[0]]
-    return tuple(obj[n] for n in plan.key_names)
+        key = obj[plan.key_names[0]]
+    else:
+        key = tuple(obj[n] for n in plan.key_names)
+    try:
+        hash(key)
+    except TypeError:
+        return key_json
+    return key
 
 
 def _time_value(t: Any) -> Any:
@@ -102,28 +159,33 @@ def _order_key(x: Any) -> tuple[int, Any]:
     return (0, x)
 
 
+def json_values(plan: Plan, texts_in: Sequence[str],
+                texts: dict[int, str] | None = None) -> list[dict[str, Any]]:
+    """The event values (dicts) of the JSON texts of the value columns; ``texts``, if
+    given, receives ``id(value) -> text`` (see :func:`decode_events`)."""
+    loads, fix = json.loads, plan.value_fixer
+    values = [loads(v) for v in texts_in] if fix is None else [fix(loads(v)) for v in texts_in]
+    if texts is not None:
+        texts.update(zip(map(id, values), texts_in))
+    return values
+
+
 def decode_events(plan: Plan, frames: Any,
                   texts: dict[int, str] | None = None) -> list[tuple[Any, Any]]:
-    """``(time, value)`` events from pandas frames of ``swag_t, swag_v[, swag_o]``, in
-    arrival order (or ``swag_o`` order when the plan has an order-by column). ``texts``, if
-    given, receives ``id(value) -> JSON text`` so that :func:`encode_output` can send an
+    """Streaming: ``(time, value)`` events from pandas frames of ``swag_t, swag_v[, swag_o]``,
+    in arrival order (or ``swag_o`` order when the plan has an order-by column). ``texts``,
+    if given, receives ``id(value) -> JSON text`` so that :func:`wide_columns` can send an
     event of this call back without serializing it again (the values stay alive, held by
     the returned list, while the ids are used)."""
-    loads, fix = json.loads, plan.value_fixer
     events: list[tuple[Any, Any]] = []
     orders: list[Any] = []
     for pdf in frames:
-        times = pdf["swag_t"].tolist()
-        texts_in = pdf["swag_v"].tolist()
+        times = pdf[TIME_IN].tolist()
         if not plan.time_is_string:
             times = [_time_value(t) for t in times]
-        values = [loads(v) for v in texts_in] if fix is None else [
-            fix(loads(v)) for v in texts_in]
-        events.extend(zip(times, values))
-        if texts is not None:
-            texts.update(zip(map(id, values), texts_in))
+        events.extend(zip(times, json_values(plan, pdf[VALUE_IN].tolist(), texts)))
         if plan.has_order:
-            orders.extend(pdf["swag_o"].tolist())
+            orders.extend(pdf[ORDER_IN].tolist())
     if plan.has_order and events:
         # stable sort by the order-by column, nulls last
         idx = sorted(range(len(events)), key=lambda i: _order_key(orders[i]))
@@ -131,66 +193,208 @@ def decode_events(plan: Plan, frames: Any,
     return events
 
 
+def arrow_events(plan: Plan, table: Any,
+                 texts: dict[int, str] | None = None) -> list[tuple[Any, Any]]:
+    """Batch: ``(time, value)`` events from one key's Arrow table (:class:`Typed` columns),
+    in arrival order (or ``swag_o`` order: a stable sort, nulls and NaN last). ``texts`` as
+    in :func:`decode_events` (the texts of the JSON value columns)."""
+    typed = plan.typed
+    assert typed is not None
+    if plan.has_order and table.num_rows > 1:
+        table = table.sort_by([(ORDER_IN, "ascending")])  # stable; nulls last
+    times = table.column(TIME_IN).to_pylist()
+    names = [name for name, _ in typed.values]
+    columns = [table.column(f"{VALUE_IN}{i}").to_pylist() for i in range(len(names))]
+    if plan.json_values:
+        values = json_values(plan, table.column(VALUE_IN).to_pylist(), texts)
+        for value, row in zip(values, zip(*columns)):
+            value.update(zip(names, row))
+    elif len(names) == 1:
+        name = names[0]
+        values = [{name: x} for x in columns[0]]
+    elif names:
+        values = [dict(zip(names, row)) for row in zip(*columns)]
+    else:  # no value column is read (e.g. only count)
+        values = [{} for _ in times]
+    return list(zip(times, values))
+
+
 # ----------------------------------------------------------------------------- encoding
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def encode_output(plan: Plan, key_json: str, out: Output,
-                  texts: dict[int, str] | None = None) -> Any:
-    """The driver's output as one pandas frame of :data:`WIDE_SCHEMA` (``None`` if empty).
-    ``texts``: JSON texts of this call's event values (see :func:`decode_events`)."""
-    import pandas as pd
-
+def wide_columns(plan: Plan, key: Any, out: Output,
+                 texts: dict[int, str] | None = None) -> dict[str, list[Any]] | None:
+    """The driver's output as Python lists, one per output column of the plan's mode
+    (``None`` if there is nothing to emit). ``key``: the key's JSON text (keys as JSON) or
+    the driver's key (typed keys). ``texts``: JSON texts of this call's event values (see
+    :func:`decode_events`)."""
     rows, late = out.rows, out.late
     if not rows and not late:
         return None
-    n = len(rows) + len(late)
+    typed = plan.typed
     w: list[int] = []
     start: list[Any] = []
     end: list[Any] = []
     time: list[Any] = []
-    event: list[Any] = []
-    aggs: list[Any] = []
-    names, encoders = plan.agg_names, plan.agg_encoders
-    known = texts or {}
+    events: list[Any] = []
     for row in rows:
         w.append(row["window"])
         if "event" in row:
             start.append(None)
             end.append(None)
             time.append(row["time"])
-            ev_value = row["event"]
-            text = known.get(id(ev_value))
-            event.append(_dumps(ev_value) if text is None else text)
+            events.append(row["event"])
         else:
             start.append(row["start"])
             end.append(row["end"])
             time.append(None)
-            event.append(None)
-        values = {}
-        for name in names:
-            v = row[name]
-            enc = encoders.get(name)
-            values[name] = v if enc is None else enc(v)
-        aggs.append(_dumps(values))
+            events.append(None)
     for ev in late:
         w.append(LATE)
         start.append(None)
         end.append(None)
         time.append(ev.time)
-        text = known.get(id(ev.value))
-        event.append(_dumps(ev.value) if text is None else text)
-        aggs.append(None)
+        events.append(ev.value)
+    n = len(w)
+    cols: dict[str, list[Any]] = {"_swag_w": w, "_swag_start": start, "_swag_end": end,
+                                  "_swag_time": time}
+    if typed is None or typed.keys is None:
+        cols[KEY_OUT] = [key] * n
+    elif len(typed.keys) == 1:
+        cols[f"{KEY_OUT}0"] = [key] * n
+    else:
+        for i, part in enumerate(key):
+            cols[f"{KEY_OUT}{i}"] = [part] * n
+    no_late = [None] * len(late)
+    if typed is not None:
+        for i, (name, _) in enumerate(typed.values):
+            cols[f"{TYPED_EVENT_OUT}{i}"] = [None if v is None else v[name] for v in events]
+        for i, (name, _) in enumerate(typed.aggs):
+            cols[f"{TYPED_AGG_OUT}{i}"] = [row[name] for row in rows] + no_late
+    if plan.json_values or typed is None:
+        cols[EVENT_OUT] = _event_texts(plan, events, texts or {})
+    if plan.json_aggs or typed is None:
+        cols[AGGS_OUT] = _agg_texts(plan, rows) + no_late
+    return cols
+
+
+def _event_texts(plan: Plan, events: list[Any], known: dict[int, str]) -> list[str | None]:
+    """The JSON texts of the JSON value columns of ``events`` (``None`` stays ``None``)."""
+    whole = plan.typed is None  # streaming: the value is exactly the JSON columns
+    names = plan.json_values
+    out: list[str | None] = []
+    for value in events:
+        if value is None:
+            out.append(None)
+            continue
+        text = known.get(id(value))
+        if text is None:
+            text = _dumps(value if whole else {n: value[n] for n in names})
+        out.append(text)
+    return out
+
+
+def _agg_texts(plan: Plan, rows: list[dict[str, Any]]) -> list[str]:
+    """The JSON texts of the JSON aggregates of the driver's ``rows``."""
+    names, encoders = plan.json_aggs, plan.agg_encoders
+    out = []
+    for row in rows:
+        values = {}
+        for name in names:
+            v = row[name]
+            enc = encoders.get(name)
+            values[name] = v if enc is None else enc(v)
+        out.append(_dumps(values))
+    return out
+
+
+def pandas_frame(cols: dict[str, list[Any]]) -> Any:
+    """Streaming: :func:`wide_columns` (JSON layout) as one pandas frame of
+    :data:`WIDE_SCHEMA`."""
+    import pandas as pd
+
     return pd.DataFrame({
-        "_swag_k": [key_json] * n,
-        "_swag_w": pd.array(w, dtype="int32"),
-        "_swag_start": pd.array(start, dtype="Int64"),
-        "_swag_end": pd.array(end, dtype="Int64"),
-        "_swag_time": pd.array(time, dtype="Int64"),
-        "_swag_event": event,
-        "_swag_aggs": aggs,
+        KEY_OUT: cols[KEY_OUT],
+        "_swag_w": pd.array(cols["_swag_w"], dtype="int32"),
+        "_swag_start": pd.array(cols["_swag_start"], dtype="Int64"),
+        "_swag_end": pd.array(cols["_swag_end"], dtype="Int64"),
+        "_swag_time": pd.array(cols["_swag_time"], dtype="Int64"),
+        EVENT_OUT: cols[EVENT_OUT],
+        AGGS_OUT: cols[AGGS_OUT],
     })
+
+
+def encode_output(plan: Plan, key_json: str, out: Output,
+                  texts: dict[int, str] | None = None) -> Any:
+    """Streaming: the driver's output as one pandas frame of :data:`WIDE_SCHEMA` (``None`` if
+    empty). ``texts``: JSON texts of this call's event values (see :func:`decode_events`)."""
+    cols = wide_columns(plan, key_json, out, texts)
+    return None if cols is None else pandas_frame(cols)
+
+
+def batch_schema(plan: Plan) -> StructType:
+    """Batch: the schema of the grouped function's output (see the module docstring)."""
+    typed = plan.typed
+    assert typed is not None
+    fields = [StructField("_swag_w", IntegerType()), StructField("_swag_start", LongType()),
+              StructField("_swag_end", LongType()), StructField("_swag_time", LongType())]
+    if typed.keys is None:
+        fields.append(StructField(KEY_OUT, StringType()))
+    else:
+        fields += [StructField(f"{KEY_OUT}{i}", t) for i, t in enumerate(typed.keys)]
+    fields += [StructField(f"{TYPED_EVENT_OUT}{i}", t) for i, (_, t) in enumerate(typed.values)]
+    if plan.json_values:
+        fields.append(StructField(EVENT_OUT, StringType()))
+    fields += [StructField(f"{TYPED_AGG_OUT}{i}", t) for i, (_, t) in enumerate(typed.aggs)]
+    if plan.json_aggs:
+        fields.append(StructField(AGGS_OUT, StringType()))
+    return StructType(fields)
+
+
+def _column_meaning(plan: Plan, column: str) -> str:
+    """What an output column holds, for error messages."""
+    typed = plan.typed
+    assert typed is not None
+    for prefix, named, what in ((TYPED_AGG_OUT, typed.aggs, "aggregation"),
+                                (TYPED_EVENT_OUT, typed.values, "column")):
+        if column.startswith(prefix) and column[len(prefix):].isdigit():
+            return f"{what} {named[int(column[len(prefix):])][0]!r}"
+    if column.startswith(KEY_OUT) and column[len(KEY_OUT):].isdigit():
+        return f"key column {plan.key_names[int(column[len(KEY_OUT):])]!r}"
+    return f"column {column!r}"
+
+
+def _misfit(values: list[Any], arrow_type: Any) -> Any:
+    """The first of ``values`` that Arrow cannot store as ``arrow_type``."""
+    import pyarrow as pa
+
+    for v in values:
+        try:
+            pa.array([v], type=arrow_type)
+        except (pa.ArrowException, OverflowError, TypeError, ValueError):
+            return v
+    return None
+
+
+def arrow_table(plan: Plan, schema: Any, cols: dict[str, list[Any]]) -> Any:
+    """Batch: :func:`wide_columns` as an Arrow table of ``schema`` (the Arrow form of
+    :func:`batch_schema`). A value that does not fit its column's type (e.g. a custom
+    aggregation's result against ``output_types``, a sum beyond 64 bits) raises
+    :class:`SparkTypeError` naming the column."""
+    import pyarrow as pa
+
+    arrays = []
+    for f in schema:
+        try:
+            arrays.append(pa.array(cols[f.name], type=f.type))
+        except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
+            raise SparkTypeError(
+                f"{_column_meaning(plan, f.name)}: the value {_misfit(cols[f.name], f.type)!r:.80} "
+                f"does not fit its Spark type ({f.type}: {exc}); output_types sets the type of "
+                f"an aggregation") from None
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 # ----------------------------------------------------------------------------- state
@@ -371,27 +575,57 @@ def make_processor(plan: Plan) -> Any:
 
 
 # ----------------------------------------------------------------------------- batch
-def make_batch_function(plan: Plan) -> Callable[[Any], Any]:
-    """The ``applyInPandas`` function: one key's whole input, released at end of input."""
-    import pandas as pd
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside the block. A key's batch allocates an object or
+    more per event (values, records, rows), which triggers collections that also walk every
+    long-lived object of the worker: measured here, they cost about a quarter of the
+    Python side's time. What the block drops is freed by reference counting as usual;
+    cycles wait for the next collection after it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
-    empty = pd.DataFrame({c: [] for c in WIDE_COLUMNS})
 
-    def swag_batch(pdf: Any) -> Any:
-        if len(pdf) == 0:
+def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
+    """The ``applyInArrow`` function ``(key, table) -> table``: one key's whole input,
+    released at end of input."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    typed = plan.typed
+    assert typed is not None
+    schema = to_arrow_schema(batch_schema(plan), timezone="UTC",
+                             prefers_large_types=typed.large_var_types)
+    empty = schema.empty_table()
+    single_key = len(plan.key_names) == 1
+
+    def swag_batch(key: tuple[Any, ...], table: Any) -> Any:
+        if table.num_rows == 0:
             return empty
-        key_json = pdf["swag_k"].iat[0]
+        with _gc_paused():
+            return one_key(key, table)
+
+    def one_key(key: tuple[Any, ...], table: Any) -> Any:
+        if typed.keys is None:
+            out_key = key[0].as_py()
+            dkey = decode_key(plan, out_key)
+        else:
+            parts = tuple(k.as_py() for k in key)
+            dkey = out_key = parts[0] if single_key else parts
         driver = driver_for(plan)
-        dkey = decode_key(plan, key_json)
         texts: dict[int, str] = {}
-        events = decode_events(plan, [pdf], texts)
-        state = MemoryKeyState(strict=False)
+        events = arrow_events(plan, table, texts)
+        state = TransientKeyState()  # batch: no restart, so no event log
         try:
             out = driver.process(dkey, events, state)
             out.extend(driver.advance_watermark(dkey, END_OF_INPUT, state))
         finally:
             driver.drop_cache(dkey)
-        frame = encode_output(plan, key_json, out, texts)
-        return empty if frame is None else frame
+        cols = wide_columns(plan, out_key, out, texts)
+        return empty if cols is None else arrow_table(plan, schema, cols)
 
     return swag_batch

@@ -1,11 +1,18 @@
 """Spark types <-> the driver's plain Python values, and the output schema of aggregations.
 
-Between Spark and the Python workers everything travels as JSON text made by Spark itself
-(``to_json``) and parsed back by Spark (``from_json``). This keeps values exact where the
-pandas conversion would not be (a nullable ``long`` column arrives in pandas as ``float64``:
-nulls become NaN and values above 2**53 lose precision; timestamps arrive as tz-naive local
-time). Before ``to_json`` the adapter turns timestamps into integer microseconds and dates
-into integer days; after ``from_json`` it turns them back (:func:`restore`).
+How values travel between Spark and the Python workers:
+
+* **streaming** (``transformWithStateInPandas``, pandas frames): as JSON text made by Spark
+  itself (``to_json``) and parsed back by Spark (``from_json``). This keeps values exact where
+  the pandas conversion would not be (a nullable ``long`` column arrives in pandas as
+  ``float64``: nulls become NaN and values above 2**53 lose precision; pandas cannot tell a
+  null double from NaN; timestamps arrive as tz-naive local time);
+* **batch** (``applyInArrow``, Arrow tables, no pandas): every column of a scalar type
+  (:func:`is_native`) as its own typed Arrow column, which is exact; arrays, structs and
+  binary aggregates inside JSON text as in streaming.
+
+Either way timestamps travel as integer microseconds and dates as integer days
+(:func:`json_type`, :func:`to_json_column`), turned back on the way out (:func:`restore`).
 
 This module imports only ``pyspark.sql.types``/``functions`` (no JVM needed to import it).
 """
@@ -73,15 +80,32 @@ def json_type(dt: DataType, column: str, output: bool = False) -> DataType:
         f"date, and arrays/structs of them (cast it, e.g. decimal -> double)")
 
 
+#: Types whose values travel as typed Arrow columns in batch mode (``applyInArrow``), in their
+#: :func:`json_type` form (timestamps as long microseconds, dates as int days).
+NATIVE = (*INTEGRAL, *FLOATING, BooleanType, StringType, TimestampType, DateType)
+
+
+def is_native(dt: DataType) -> bool:
+    """Whether a column of ``dt`` can travel as its own typed Arrow column in batch mode
+    (exact both ways: Arrow keeps nulls, NaN, -0.0 and 64-bit integers apart); the other
+    supported types (arrays, structs; binary outputs) travel inside JSON text."""
+    return isinstance(dt, NATIVE)
+
+
 def to_json_column(col: Column, dt: DataType) -> Column:
-    """``col`` (of type ``dt``) converted to its :func:`json_type` form."""
+    """``col`` (of type ``dt``) converted to its :func:`json_type` form. Floats (32-bit)
+    become doubles first, so that Python sees their exact value (``to_json`` would write the
+    shortest decimal of the float, ``0.1``, which parses to another double than the float's
+    ``0.10000000149011612``; Spark's own ``sum`` and ``avg`` widen exactly)."""
     if isinstance(dt, TimestampType):
         return F.unix_micros(col)
     if isinstance(dt, DateType):
         return F.unix_date(col)
-    if isinstance(dt, ArrayType) and _needs_conversion(dt.elementType):
+    if isinstance(dt, FloatType):
+        return col.cast(DoubleType())
+    if isinstance(dt, ArrayType) and _needs_conversion(dt.elementType, floats=True):
         return F.transform(col, lambda x: to_json_column(x, dt.elementType))
-    if isinstance(dt, StructType) and _needs_conversion(dt):
+    if isinstance(dt, StructType) and _needs_conversion(dt, floats=True):
         return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*[
             to_json_column(col.getField(f.name), f.dataType).alias(f.name)
             for f in dt.fields]))
@@ -102,13 +126,14 @@ def restore(col: Column, dt: DataType) -> Column:
     return col
 
 
-def _needs_conversion(dt: DataType) -> bool:
-    if isinstance(dt, (TimestampType, DateType)):
+def _needs_conversion(dt: DataType, floats: bool = False) -> bool:
+    """Whether ``dt`` holds timestamps or dates (or, with ``floats``, 32-bit floats)."""
+    if isinstance(dt, (TimestampType, DateType)) or (floats and isinstance(dt, FloatType)):
         return True
     if isinstance(dt, ArrayType):
-        return _needs_conversion(dt.elementType)
+        return _needs_conversion(dt.elementType, floats)
     if isinstance(dt, StructType):
-        return any(_needs_conversion(f.dataType) for f in dt.fields)
+        return any(_needs_conversion(f.dataType, floats) for f in dt.fields)
     return False
 
 
@@ -152,56 +177,6 @@ def json_fixer(dt: DataType) -> Callable[[Any], Any] | None:
             return x
         return fix_struct
     return None
-
-
-# ----------------------------------------------------------------------------- durations
-_UNITS_MS = {
-    "ms": 1, "milli": 1, "millis": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1000, "sec": 1000, "secs": 1000, "second": 1000, "seconds": 1000,
-    "m": 60_000, "min": 60_000, "mins": 60_000, "minute": 60_000, "minutes": 60_000,
-    "h": 3_600_000, "hr": 3_600_000, "hrs": 3_600_000, "hour": 3_600_000,
-    "hours": 3_600_000,
-    "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
-    "w": 604_800_000, "week": 604_800_000, "weeks": 604_800_000,
-}
-
-
-def duration_ms(value: Any, what: str) -> int:
-    """A duration in integer milliseconds from an int (ms), a ``datetime.timedelta`` or a
-    Spark-style interval string (``"1 hour"``, ``"5 minutes"``, ``"1 hour 30 minutes"``,
-    ``"10s"``, ``"interval 2 days"``)."""
-    import datetime
-    import re
-
-    if isinstance(value, bool):
-        raise ValueError(f"{what}: expected a duration, got {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, datetime.timedelta):
-        us = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-        if us % 1000:
-            raise ValueError(f"{what}: {value!r} is not a whole number of milliseconds")
-        return us // 1000
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text.startswith("interval"):
-            text = text[len("interval"):].strip()
-        parts = re.findall(r"(-?\d+(?:\.\d+)?)\s*([a-z]+)", text)
-        rest = re.sub(r"(-?\d+(?:\.\d+)?)\s*([a-z]+)", "", text).strip()
-        if parts and not rest:
-            total = 0.0
-            for number, unit in parts:
-                if unit not in _UNITS_MS:
-                    break
-                total += float(number) * _UNITS_MS[unit]
-            else:
-                if total.is_integer():
-                    return int(total)
-                raise ValueError(f"{what}: {value!r} is not a whole number of milliseconds")
-    raise ValueError(f"{what}: expected milliseconds (int), a timedelta or an interval string "
-                     f"like '1 hour' or '5 minutes', got {value!r}")
 
 
 # ----------------------------------------------------------------------------- outputs

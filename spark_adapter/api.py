@@ -1,6 +1,6 @@
 """``sliding_aggregate``: exact sliding, tumbling, per-event (OVER), count and policy windows on
 Spark DataFrames, streaming (``transformWithStateInPandas`` with event-time timers, state in
-Spark's state store) and batch (``groupBy().applyInPandas``), with one call.
+Spark's state store) and batch (``groupBy().applyInArrow``), with one call.
 
 The adapter only translates (columns <-> driver events and rows, driver state <-> Spark
 state variables, driver timers <-> Spark timers); :class:`adapters.WindowDriver` does the
@@ -15,7 +15,9 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
     DataType,
+    MapType,
     StringType,
     StructField,
     StructType,
@@ -24,9 +26,27 @@ from pyspark.sql.types import (
 
 from adapters import Query
 from adapters.specs import OverWindow, SlidingWindow
+from adapters.windows import count_window, duration_ms, normalize_window, over, sliding, tumbling
 
 from . import _types as T
-from ._runtime import LATE, WIDE_SCHEMA, Plan, make_batch_function, make_processor
+from ._runtime import (
+    AGGS_OUT,
+    EVENT_OUT,
+    KEY_IN,
+    KEY_OUT,
+    LATE,
+    ORDER_IN,
+    TIME_IN,
+    TYPED_AGG_OUT,
+    TYPED_EVENT_OUT,
+    VALUE_IN,
+    WIDE_SCHEMA,
+    Plan,
+    Typed,
+    batch_schema,
+    make_batch_function,
+    make_processor,
+)
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 #: Default name of the observed metric of a streaming query (``lastProgress``'s
@@ -37,43 +57,6 @@ LATE_ROWS = ("drop", "return", "include")
 
 class SparkConfigError(RuntimeError):
     """The Spark session cannot run the adapter as configured (the message says what to set)."""
-
-
-# ----------------------------------------------------------------------------- windows
-def sliding(range: Any, slide: Any, offset: Any = 0) -> dict[str, Any]:
-    """A sliding window spec: windows ``[start, start + range)`` every ``slide``
-    (durations: ms, ``timedelta`` or strings like ``"1 hour"``)."""
-    return {"kind": "sliding", "range": T.duration_ms(range, "range"),
-            "slide": T.duration_ms(slide, "slide"), "offset": T.duration_ms(offset, "offset")}
-
-
-def tumbling(size: Any, offset: Any = 0) -> dict[str, Any]:
-    """A tumbling window spec (sliding with ``slide == range``)."""
-    return {"kind": "tumbling", "size": T.duration_ms(size, "size"),
-            "offset": T.duration_ms(offset, "offset")}
-
-
-def over(range: Any) -> dict[str, Any]:
-    """A per-event window spec: for each event at t, the events in ``[t - range, t]``."""
-    return {"kind": "over", "range": T.duration_ms(range, "range")}
-
-
-def count_window(size: int, every: int = 1) -> dict[str, Any]:
-    """A count window spec: the last ``size`` events, emitted every ``every`` events."""
-    return {"kind": "count", "size": size, "every": every}
-
-
-_DURATIONS = {"sliding": ("range", "slide", "offset"), "tumbling": ("size", "offset"),
-              "over": ("range",)}
-
-
-def _normalize_window(spec: Any, path: str) -> Any:
-    if isinstance(spec, Mapping) and spec.get("kind") in _DURATIONS:
-        spec = dict(spec)
-        for name in _DURATIONS[spec["kind"]]:
-            if name in spec:
-                spec[name] = T.duration_ms(spec[name], f"{path}.{name}")
-    return spec
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -114,6 +97,81 @@ def _json_struct(cols: Sequence[str], types: Mapping[str, DataType]) -> Column:
         return F.lit("{}")
     return F.to_json(F.struct(*[T.to_json_column(F.col(c), types[c]).alias(c) for c in cols]),
                      {"ignoreNullFields": "false"})
+
+
+def _typed(df: DataFrame, key_names: Sequence[str], columns: Mapping[str, DataType],
+           value_types: Mapping[str, DataType], agg_types: Mapping[str, DataType],
+           encoders: Mapping[str, Any]) -> Typed:
+    """Batch mode: which key, value and aggregate columns travel as typed Arrow columns
+    (every one of a scalar type; aggregates needing an encoder stay JSON)."""
+    keys = None
+    if all(T.is_native(columns[k]) for k in key_names):
+        keys = tuple(T.json_type(columns[k], k) for k in key_names)
+    large = df.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")
+    return Typed(
+        keys=keys,
+        values=tuple((c, T.json_type(t, c)) for c, t in value_types.items() if T.is_native(t)),
+        aggs=tuple((n, T.json_type(t, n)) for n, t in agg_types.items()
+                   if T.is_native(t) and n not in encoders),
+        large_var_types=str(large).lower() == "true")
+
+
+def _input_columns(plan: Plan, columns: Mapping[str, DataType], time_col: Column,
+                   order_by: str | None) -> tuple[list[Column], list[str]]:
+    """The columns the Python side reads (see :mod:`spark_adapter._runtime`) and the
+    grouping columns among them."""
+    typed = plan.typed
+    cols = [time_col.alias(TIME_IN)]
+    if typed is None or typed.keys is None:
+        cols.append(_json_struct(plan.key_names, columns).alias(KEY_IN))
+        group = [KEY_IN]
+    else:
+        group = [f"{KEY_IN}{i}" for i in range(len(plan.key_names))]
+        cols += [T.to_json_column(F.col(k), columns[k]).alias(g)
+                 for k, g in zip(plan.key_names, group)]
+    if typed is None or plan.json_values:
+        cols.append(_json_struct(plan.json_values, columns).alias(VALUE_IN))
+    if typed is not None:
+        cols += [T.to_json_column(F.col(c), columns[c]).alias(f"{VALUE_IN}{i}")
+                 for i, (c, _) in enumerate(typed.values)]
+    if order_by is not None:
+        cols.append(F.col(order_by).alias(ORDER_IN))
+    return cols, group
+
+
+def _output_columns(wide: DataFrame, plan: Plan, columns: Mapping[str, DataType],
+                    value_names: Sequence[str], agg_types: Mapping[str, DataType],
+                    value_json: StructType, agg_json: StructType
+                    ) -> tuple[DataFrame, list[Column], dict[str, Column], list[Column]]:
+    """The Python side's output with its JSON columns parsed, and the key, value and
+    aggregate columns restored to their Spark types (named as in the input)."""
+    typed = plan.typed
+    json_keys = typed is None or typed.keys is None
+    parsed_cols = []
+    if json_keys:
+        key_json = StructType([StructField(k, T.json_type(columns[k], k), True)
+                               for k in plan.key_names])
+        parsed_cols.append(F.from_json(KEY_OUT, key_json).alias("_swag_kp"))
+    if plan.json_values:
+        parsed_cols.append(F.from_json(EVENT_OUT, value_json).alias("_swag_ep"))
+    if plan.json_aggs:
+        parsed_cols.append(F.from_json(AGGS_OUT, agg_json).alias("_swag_ap"))
+    parsed = wide.select("*", *parsed_cols)
+
+    def field(typed_names: Sequence[str], prefix: str, json_col: str, name: str) -> Column:
+        if name in typed_names:
+            return F.col(f"{prefix}{typed_names.index(name)}")
+        return F.col(json_col).getField(name)
+
+    key_cols = [T.restore(F.col("_swag_kp").getField(k) if json_keys else F.col(f"{KEY_OUT}{i}"),
+                          columns[k]).alias(k) for i, k in enumerate(plan.key_names)]
+    typed_values = [n for n, _ in typed.values] if typed is not None else []
+    value_cols = {c: T.restore(field(typed_values, TYPED_EVENT_OUT, "_swag_ep", c),
+                               columns[c]).alias(c) for c in value_names}
+    typed_aggs = [n for n, _ in typed.aggs] if typed is not None else []
+    agg_cols = [T.restore(field(typed_aggs, TYPED_AGG_OUT, "_swag_ap", n), t).alias(n)
+                for n, t in agg_types.items()]
+    return parsed, key_cols, value_cols, agg_cols
 
 
 def _has_watermark(df: DataFrame) -> bool:
@@ -184,9 +242,9 @@ def sliding_aggregate(
             ``"include"``: one DataFrame in the several-specs form (below) with a boolean
             column ``late``: late events are rows with ``late`` true and ``window`` null
             (one streaming query gives both; split them in ``foreachBatch``).
-        order_by: optional column giving the arrival order of events (ties in event time are
-            broken by it); without it, arrival order is the order Spark delivers rows (in
-            batch mode that order is unspecified).
+        order_by: optional column of a scalar type giving the arrival order of events (ties
+            in event time are broken by it; nulls and NaN come last); without it, arrival
+            order is the order Spark delivers rows (in batch mode that order is unspecified).
         output_types: Spark types (DDL strings or DataTypes) of output columns, overriding
             the inferred ones; required for custom aggregations.
         metric: streaming: name of the observed metric (``None`` for none); batch: a
@@ -219,13 +277,16 @@ def sliding_aggregate(
     time_type = _need(columns, time, "time")
     if time in key_names:
         raise ValueError(f"column {time!r} cannot be both the key and the time")
-    if order_by is not None:
-        _need(columns, order_by, "order_by")
+    if order_by is not None and isinstance(_need(columns, order_by, "order_by"),
+                                           (ArrayType, MapType, StructType)):
+        raise T.SparkTypeError(f"order_by column {order_by!r} has type "
+                               f"{columns[order_by].simpleString()}, which has no order; give "
+                               f"a column of a scalar type (e.g. a sequence number)")
 
     single = not isinstance(window, (list, tuple))
     specs = [window] if single else list(window)
-    specs = [_normalize_window(s, f"window[{i}]") for i, s in enumerate(specs)]
-    lateness = T.duration_ms(allowed_lateness, "allowed_lateness")
+    specs = [normalize_window(s, f"window[{i}]") for i, s in enumerate(specs)]
+    lateness = duration_ms(allowed_lateness, "allowed_lateness")
     query = Query.build(specs, dict(aggregations), lateness,
                         None if algorithm in (None, "auto") else algorithm)
 
@@ -247,21 +308,25 @@ def sliding_aggregate(
         value_names = [c for c in value_candidates if c in wanted]
 
     value_types = {c: columns[c] for c in value_names}
-    value_json = StructType([StructField(c, T.json_type(value_types[c], c), True)
-                             for c in value_names])
-    key_json = StructType([StructField(k, T.json_type(columns[k], k), True)
-                           for k in key_names])
     out_types = dict(output_types or {})
     raw_aggs = dict(aggregations)
     agg_types = {a.name: T.aggregate_type(a, raw_aggs.get(a.name), value_types, out_types)
                  for a in query.aggregations}
-    agg_json = StructType([StructField(n, T.json_type(t, n, output=True), True)
-                           for n, t in agg_types.items()])
     encoders = {}
     for a in query.aggregations:
         enc = T.aggregate_encoder(a, agg_types[a.name])
         if enc is not None:
             encoders[a.name] = enc
+    typed = None if df.isStreaming else _typed(df, key_names, columns, value_types, agg_types,
+                                               encoders)
+    typed_values = dict(typed.values) if typed is not None else {}
+    typed_aggs = dict(typed.aggs) if typed is not None else {}
+    json_values = tuple(c for c in value_names if c not in typed_values)
+    json_aggs = tuple(n for n in agg_types if n not in typed_aggs)
+    value_json = StructType([StructField(c, T.json_type(value_types[c], c), True)
+                             for c in json_values])
+    agg_json = StructType([StructField(n, T.json_type(agg_types[n], n, output=True), True)
+                           for n in json_aggs])
 
     if late_rows == "include":
         single = False
@@ -277,8 +342,8 @@ def sliding_aggregate(
     plan = Plan(query=query, key_names=key_names,
                 time_name=time, time_is_string=time_is_string,
                 value_fixer=T.json_fixer(value_json), agg_encoders=encoders,
-                agg_names=tuple(agg_types), has_order=order_by is not None,
-                max_cached_keys=max_cached_keys)
+                json_values=json_values, json_aggs=json_aggs, has_order=order_by is not None,
+                typed=typed, max_cached_keys=max_cached_keys)
 
     source = df
     if df.isStreaming:
@@ -296,40 +361,23 @@ def sliding_aggregate(
             else:
                 raise T.SparkTypeError(f"watermark: Spark needs a timestamp (or epoch-ms) "
                                        f"time column; {time!r} is a string column")
-    prepared_cols = [
-        _json_struct(key_names, columns).alias("swag_k"),
-        time_col.alias("swag_t"),
-        _json_struct(value_names, columns).alias("swag_v"),
-    ]
-    if order_by is not None:
-        prepared_cols.append(F.col(order_by).alias("swag_o"))
-    prepared = source.select(*prepared_cols)
-    grouped = prepared.groupBy("swag_k")
+    prepared_cols, group_cols = _input_columns(plan, columns, time_col, order_by)
+    grouped = source.select(*prepared_cols).groupBy(*group_cols)
     if df.isStreaming:
         wide = grouped.transformWithStateInPandas(
             statefulProcessor=make_processor(plan), outputStructType=WIDE_SCHEMA,
             outputMode="Append", timeMode="EventTime")
     else:
-        wide = grouped.applyInPandas(make_batch_function(plan), WIDE_SCHEMA)
+        wide = grouped.applyInArrow(make_batch_function(plan), batch_schema(plan))
 
     metric_cols = [F.count(F.when(F.col("_swag_w") == LATE, 1)).alias("late_events"),
                    F.count(F.when(F.col("_swag_w") >= 0, 1)).alias("rows")]
     if isinstance(metric, Observation) or (metric is not None and df.isStreaming):
         wide = wide.observe(metric, *metric_cols)
 
-    parsed = wide.select(
-        "*",
-        F.from_json("_swag_k", key_json).alias("_swag_kp"),
-        F.from_json("_swag_event", value_json).alias("_swag_ep"),
-        F.from_json("_swag_aggs", agg_json).alias("_swag_ap"),
-    )
-    key_cols = [T.restore(F.col("_swag_kp").getField(k), columns[k]).alias(k)
-                for k in key_names]
+    parsed, key_cols, value_cols, agg_cols = _output_columns(
+        wide, plan, columns, value_names, agg_types, value_json, agg_json)
     time_out = _restore_time(F.col("_swag_time"), time_type).alias(time)
-    value_cols = {c: T.restore(F.col("_swag_ep").getField(c), columns[c]).alias(c)
-                  for c in value_names}
-    agg_cols = [T.restore(F.col("_swag_ap").getField(n), t).alias(n)
-                for n, t in agg_types.items()]
     start_col = _restore_time(F.col("_swag_start"), time_type).alias("window_start")
     end_col = _restore_time(F.col("_swag_end"), time_type).alias("window_end")
     if late_rows == "include":

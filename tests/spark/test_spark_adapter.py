@@ -127,6 +127,109 @@ def test_custom_aggregation_needs_and_uses_output_types(spark):
     assert [r.c for r in out.collect()] == ["abcd"]
 
 
+# ----------------------------------------------------------------------------- typed columns
+_ALL_TYPES = ("k string, t long, seq long, b boolean, i8 tinyint, i16 smallint, i32 int, "
+              "i64 long, f32 float, f64 double, s string, ts timestamp, d date, "
+              "xs array<double>, st struct<a: long, when: timestamp>")
+
+
+def _same(a, b) -> bool:
+    """Equal, with NaN equal to NaN and -0.0 told apart from 0.0 (also inside rows/lists)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) ==
+                                                     math.copysign(1, b))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+@pytest.fixture(scope="module")
+def all_types(spark):
+    """Rows with every supported value type, nulls, NaN, -0.0, infinities, 64-bit integers
+    and non-ASCII text; distinct times, so that each over(0) window holds only its event."""
+    when = _ts("2024-03-01 10:00:00.123456")
+    rows = [
+        ("a", 1, 0, True, -128, -32768, -2**31, -2**63, 0.1, -0.0, "é\u2603\n\"", when,
+         datetime.date(1969, 12, 31), [1.5, None, float("nan")], (2**62 + 1, when)),
+        ("a", 2, 1, None, None, None, None, None, None, None, None, None, None, None, None),
+        ("a", 3, 2, False, 127, 32767, 2**31 - 1, 2**63 - 1, float("inf"), float("nan"), "",
+         _ts("1960-01-01 00:00:00"), datetime.date(2262, 1, 1), [], (None, None)),
+        ("b", 4, 3, True, 0, 0, 0, 2**53 + 1, -3.4e38, float("-inf"), "x", when,
+         datetime.date(2024, 2, 29), [float("-inf")], (-1, None)),
+    ]
+    return spark.createDataFrame(rows, _ALL_TYPES)
+
+
+def test_batch_typed_columns_round_trip_exactly(all_types):
+    """Every value type through batch mode, both ways: the per-event rows give back the
+    input rows exactly, and ``last`` of each column (typed or JSON aggregate) equals the
+    event's own value: nulls stay nulls, NaN stays NaN, -0.0 stays -0.0, 64-bit integers are
+    exact, float stays float32, timestamps keep their microseconds."""
+    names = [c for c in all_types.columns if c not in ("k", "t", "seq")]
+    aggs = {f"last_{c}": {"fn": "last", "field": c} for c in names}
+    out = sliding_aggregate(all_types, key="k", time="t", window=over(0), aggregations=aggs,
+                            order_by="seq")
+    assert [(f.name, f.dataType) for f in out.schema.fields[:len(all_types.columns)]] == \
+        [(f.name, f.dataType) for f in all_types.schema.fields]
+    assert [out.schema[f"last_{c}"].dataType for c in names] == \
+        [all_types.schema[c].dataType for c in names]
+    want = {r.seq: r for r in all_types.collect()}
+    got = out.collect()
+    assert len(got) == len(want)
+    for r in got:
+        w = want[r.seq]
+        for c in all_types.columns:
+            assert _same(r[c], w[c]), (c, r[c], w[c])
+        for c in names:
+            assert _same(r[f"last_{c}"], w[c]), (c, r[f"last_{c}"], w[c])
+
+
+def test_batch_typed_keys_of_several_columns_and_json_keys(all_types):
+    """Keys of several scalar columns travel typed; a key with a struct column travels as
+    JSON; both come back exactly (null key parts included)."""
+    for key in (["b", "i64", "f64", "s", "ts", "d"], ["k", "st"]):
+        out = sliding_aggregate(all_types, key=key, time="t", window=tumbling(1000),
+                                aggregations={"n": {"fn": "count"}}, order_by="seq")
+        got = sorted(([r[c] for c in key] for r in out.collect()), key=repr)
+        want = sorted(([r[c] for c in key] for r in all_types.collect()), key=repr)
+        assert len(got) == len(want) == 4
+        assert all(_same(g, w) for g, w in zip(got, want)), (got, want)
+
+
+def test_batch_float_sum_matches_spark(spark):
+    """A float (32-bit) column arrives as its exact value, as Spark's own sum sees it."""
+    df = spark.createDataFrame([("k", i, 0.1 * i) for i in range(1, 40)],
+                               "k string, t long, x float")
+    out = sliding_aggregate(df, key="k", time="t", window=tumbling(100),
+                            aggregations={"s": {"fn": "sum", "field": "x"}})
+    native = df.groupBy("k").agg(F.sum("x").alias("s")).collect()
+    assert [r.s for r in out.collect()] == [native[0].s]
+
+
+def test_batch_order_by_puts_nulls_last(spark):
+    df = spark.createDataFrame([("k", 5, "a", None), ("k", 5, "b", 2), ("k", 5, "c", 1)],
+                               "k string, t long, v string, o long")
+    out = sliding_aggregate(df, key="k", time="t", window=tumbling(10),
+                            aggregations={"vs": {"fn": "collect", "field": "v"}}, order_by="o")
+    assert [r.vs for r in out.collect()] == [["c", "b", "a"]]
+    with pytest.raises(SparkTypeError, match="'xs'"):
+        sliding_aggregate(df.withColumn("xs", F.array("o")), key="k", time="t",
+                          window=tumbling(10), aggregations={"n": {"fn": "count"}},
+                          order_by="xs")
+
+
+def test_batch_result_that_does_not_fit_its_type_names_the_aggregation(spark):
+    from swag_core import Aggregation
+
+    df = spark.createDataFrame([("k", 1, "ab")], "key string, t long, s string")
+    concat = Aggregation(combine=lambda a, b: a + b, identity="", lift=lambda v: v["s"],
+                         name="concat")
+    out = sliding_aggregate(df, key="key", time="t", window=tumbling(10),
+                            aggregations={"joined": concat}, output_types={"joined": "long"})
+    with pytest.raises(Exception, match=r"(?s)SparkTypeError.*aggregation 'joined'.*'ab'"):
+        out.collect()
+
+
 # ----------------------------------------------------------------------------- errors
 def test_bad_columns_and_types_name_the_column(spark):
     df = spark.createDataFrame([("k", 1, 2.0)], "key string, t long, v double") \
@@ -186,8 +289,11 @@ def test_duration_ms():
     assert duration_ms("1.5 s", "x") == 1500
     assert duration_ms(datetime.timedelta(minutes=2), "x") == 120_000
     assert duration_ms(42, "x") == 42
-    for bad in ("soon", "1 fortnight", "0.5 ms", True, None, datetime.timedelta(microseconds=5)):
-        with pytest.raises(ValueError):
+    for bad in ("soon", "1 fortnight", "0.5 ms", datetime.timedelta(microseconds=5)):
+        with pytest.raises(ValueError, match="range"):
+            duration_ms(bad, "range")
+    for bad in (True, None):
+        with pytest.raises(TypeError, match="range"):
             duration_ms(bad, "range")
 
 
