@@ -53,7 +53,7 @@ from adapters.policy import pair_aggregation, policy_measure, policy_rule
 from adapters.results import KeyInfo, LateEvent, Output
 from adapters.runtime import INF, TIME, KeyRuntime, LaneState, Record
 from adapters.selection import capability_problem, choose_algorithm
-from adapters.slicing import TimeLane, slice_grid
+from adapters.slicing import TimeLane, end_after, slice_grid
 from adapters.specs import (
     AggSpec,
     CountWindow,
@@ -427,15 +427,15 @@ class WindowDriver:
         pmin = rt.pending_min
         times = rt.times
         last = times[-1] if len(times) > rt.head else None
-        for r, s, e0 in self._sliding:  # first window end after x: e0 + s * ((x - e0)//s + 1)
-            if last is not None and boundary != -INF:
-                e1 = e0 + s * ((boundary - e0) // s + 1)
+        for r, s, e0 in self._sliding:
+            if last is not None and -INF < boundary < INF:
+                e1 = end_after(boundary, s, e0)
                 if last >= e1 - r:  # a released event is in the window ending at e1
                     if e1 < best:
                         best = e1
                     continue
             if pmin != INF:
-                e = e0 + s * ((pmin - e0) // s + 1)
+                e = end_after(pmin, s, e0)
                 if e < best:
                     best = e
         if self._per_event and pmin + 1 < best:

@@ -107,13 +107,19 @@ def _run_folds(combine: Callable[[Any, Any], Any],
     return part_all, part_all_onto
 
 
+def end_after(x: int | float, slide: int, first_end: int) -> int:
+    """The smallest window end ``> x`` of a sliding spec whose ends are ``first_end + j *
+    slide`` (``first_end = offset + range``); ``x`` finite."""
+    return first_end + slide * ((int(x) - first_end) // slide + 1)
+
+
 def _due_window_ends(times: Sequence[int], head: int, x: int | float, b: int | float,
                      r: int, s: int, e0: int) -> Iterator[int]:
     """Ends ``e``, ascending, of the windows ``[e - r, e)`` of a sliding spec (``e0 + j*s``)
     that end after ``x`` and by ``b`` and hold a retained event (``times[head:]``, sorted).
     Empty windows are skipped by binary search, so a long quiet stretch costs nothing."""
     n = len(times)
-    e = e0 + s * ((x - e0) // s + 1)  # the first window end after x
+    e = end_after(x, s, e0)
     lo = head
     while e <= b:
         i = bisect_left(times, e - r, lo, n)
@@ -125,7 +131,7 @@ def _due_window_ends(times: Sequence[int], head: int, x: int | float, b: int | f
             e += s
             lo = i
         else:      # skip the empty windows up to the first one holding t
-            e = e0 + s * ((t - e0) // s + 1)
+            e = end_after(t, s, e0)
 
 
 def _insert_before(w: Window, starts: Sequence[int], parts: Sequence[Any], inserted: int,
@@ -178,7 +184,7 @@ class TimeLane:
             return b
         need = INF if self._over_range is None else b - self._over_range
         for _, _, r, s, e0 in self._sliding:
-            v = e0 + s * ((b - e0) // s + 1) - r
+            v = end_after(b, s, e0) - r
             if v < need:
                 need = v
         return need
@@ -359,4 +365,4 @@ class TimeLane:
         ls.low = need
 
 
-__all__ = ["TimeLane", "slice_grid"]
+__all__ = ["TimeLane", "end_after", "slice_grid"]

@@ -79,13 +79,6 @@ class SlidingWindow:
             raise QuerySpecError("slide", f"must not exceed range ({self.range}), got "
                                           f"{self.slide}: windows would leave gaps")
 
-    def first_end_after(self, x: int | float) -> int | float:
-        """The smallest window end ``> x`` (``x`` may be ``-inf``/``inf``: returned as is)."""
-        if x == math.inf or x == -math.inf:
-            return x
-        r, s, o = self.range, self.slide, self.offset
-        return o + r + s * ((int(x) - o - r) // s + 1)
-
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "sliding", "range": self.range, "slide": self.slide,
                 "offset": self.offset}
