@@ -157,7 +157,7 @@ def from_json(obj: Any) -> Any:
 
 # ------------------------------------------------------------------------- packed records
 _prefixes: dict[tuple[int, tuple[str, ...], str], bytes] = {}
-_structs: dict[int, struct.Struct] = {}
+_structs: dict[tuple[str, int], struct.Struct] = {}
 
 
 def _header_prefix(kind: int, keys: tuple[str, ...], fmt: str) -> bytes | None:
@@ -180,13 +180,18 @@ def _header_prefix(kind: int, keys: tuple[str, ...], fmt: str) -> bytes | None:
     return prefix
 
 
-def _floats_struct(n: int) -> struct.Struct:
-    s = _structs.get(n)
+def _array_struct(kind: str, n: int) -> struct.Struct:
+    """``struct.Struct("<{n}{kind}")`` (``d``: float64, ``q``: int64), cached for n <= 4096."""
+    s = _structs.get((kind, n))
     if s is None:
-        s = struct.Struct(f"<{n}d")
+        s = struct.Struct(f"<{n}{kind}")
         if n <= 4096:
-            _structs[n] = s
+            _structs[(kind, n)] = s
     return s
+
+
+def _floats_struct(n: int) -> struct.Struct:
+    return _array_struct("d", n)
 
 
 def _pack_one(value: dict[Any, Any]) -> bytes | None:
@@ -270,16 +275,10 @@ _SEGMENT = 3
 _SEGMENT_HEAD = struct.Struct("<BI")
 _TIMES_PACKED, _TIMES_JSON = 0, 1
 _BODY_JSON, _BODY_RECORDS, _BODY_FLOATS = 0, 1, 2
-_int64s: dict[int, struct.Struct] = {}
 
 
 def _int64_struct(n: int) -> struct.Struct:
-    s = _int64s.get(n)
-    if s is None:
-        s = struct.Struct(f"<{n}q")
-        if n <= 4096:
-            _int64s[n] = s
-    return s
+    return _array_struct("q", n)
 
 
 def _records_body(columns: Columns) -> bytes | None:
