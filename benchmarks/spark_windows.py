@@ -240,7 +240,7 @@ def markdown(payload: dict[str, Any]) -> str:
         f"in the JVM and in the Python workers (from `/proc`, not inflated by other jobs on "
         f"the machine). Run: "
         f"`.venvs/spark/bin/python -m benchmarks spark_windows`.\n" if results else "",
-        table(results) + "\n",
+        table(results),
         "![Spark windows](img/spark_windows.png)\n",
     ]
     if 6 in by_k:
@@ -262,14 +262,14 @@ def _cpu(r: dict[str, Any], side: str) -> str:
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    lines = ["| S | k | windows | Spark native (events/s) | swag (events/s) | swag / native | "
-             "CPU s native | CPU s swag (JVM + Python) | same results |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in results:
-        lines.append(f"| {r['slide']} | {r['k']} | {r['windows']:,} | {r['native_eps']:,} | "
-                     f"{r['swag_eps']:,} | {r['speedup']}x | {_cpu(r, 'native')} | "
-                     f"{_cpu(r, 'swag')} | {'yes' if r['same_results'] else 'NO'} |")
-    return "\n".join(lines)
+    from benchmarks import report
+
+    return report.table(
+        ["S", "k", "windows", "Spark native (events/s)", "swag (events/s)", "swag / native",
+         "CPU s native", "CPU s swag (JVM + Python)", "same results"],
+        [[r["slide"], r["k"], f"{r['windows']:,}", f"{r['native_eps']:,}",
+          f"{r['swag_eps']:,}", f"{r['speedup']}x", _cpu(r, "native"), _cpu(r, "swag"),
+          "yes" if r["same_results"] else "NO"] for r in results])
 
 
 def main(argv: list[str] | None = None) -> int:
