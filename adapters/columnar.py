@@ -119,9 +119,8 @@ class ColumnarIntake:
             for at in range(0, n, _CHUNK):
                 chunk = events[at:at + _CHUNK]
                 m = len(chunk)
-                if list(map(len, chunk)).count(3) != m:
-                    return None
-                ks, ts, vs = zip(*chunk)
+                # strict: every event the same length; unpacking: that length is 3
+                ks, ts, vs = zip(*chunk, strict=True)
                 if list(map(type, ts)).count(int) != m or \
                         list(map(type, vs)).count(dict) != m or \
                         list(map(len, vs)).count(1) != m:
@@ -134,7 +133,7 @@ class ColumnarIntake:
                 keys.extend(ks)
                 values.extend(vs)
             first_seen = list(dict.fromkeys(keys))  # TypeError: an unhashable key
-        except (TypeError, KeyError, OverflowError):
+        except (TypeError, ValueError, KeyError, OverflowError):
             return None
         t = np.concatenate(time_parts)
         x = np.concatenate(value_parts)

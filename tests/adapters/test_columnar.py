@@ -44,6 +44,8 @@ irregular = st.sampled_from([
     ("c", 12, {FIELD: float("nan")}),        # NaN: the lifts decide (an error for max)
     ("a", 2**70, {FIELD: 1.0}),              # a time beyond 64 bits
     ("b", 13.5, {FIELD: 1.0}),               # a float time
+    ("c", 14),                               # not a triple: too short ...
+    ("a", 15, {FIELD: 1.0}, "extra"),        # ... or too long
 ])
 # small batches take the general path; columnar.MIN_BATCH and more, the columnar one
 batch = st.one_of(st.lists(event, max_size=10),
@@ -114,6 +116,25 @@ def test_large_batches_take_the_columnar_path(monkeypatch: pytest.MonkeyPatch) -
     assert calls == ["k"]
     driver.process_batch([*events, ("k", 5, {FIELD: 1})])  # one int value: general path
     assert calls == ["k"]
+
+
+@pytest.mark.parametrize("bad", [("k", 5), ("k", 5, {FIELD: 1.0}, "extra"), "k5v", None])
+@pytest.mark.parametrize("position", [0, 100, 1023, 1024, 1299])
+def test_a_malformed_event_is_refused_as_on_the_general_path(bad: Any, position: int) -> None:
+    """One event that is not a ``(key, time, value)`` triple, anywhere in a large batch (the
+    intake reads in chunks of 1024): the general path's error, and no state change."""
+    events: list[Any] = [("k", t, {FIELD: float(t % 7)}) for t in range(1300)]
+    events[position] = bad
+    errors = []
+    for columnar_on in (True, False):
+        driver = WindowDriver(QUERIES["max"], columnar=columnar_on)
+        backend = MemoryStateBackend()
+        with pytest.raises(Exception) as caught:
+            driver.process_batch(events, backend)
+        errors.append((type(caught.value), str(caught.value)))
+        touched = backend.keys()  # states may exist, but nothing was written
+        assert all(backend.key_state(k).get_meta() is None for k in touched)
+    assert errors[0] == errors[1]
 
 
 def test_not_used_without_numpy_or_for_uncovered_queries(
