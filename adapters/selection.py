@@ -19,7 +19,10 @@ PREFERENCES: dict[str, tuple[str, ...]] = {
     # one structure per range, in-order, FIFO eviction (bulk_evict per emitted window)
     "fifo_selective": ("slickdeque", "amta", "daba", "two_stacks_lite", "two_stacks",
                        "recalc"),
-    "fifo": ("amta", "daba", "two_stacks_lite", "two_stacks", "daba_lite", "recalc"),
+    # (two_stacks_lite first: the fewest Python-level steps per FIFO round, measured in
+    # docs/benchmarks.md; amta's O(log n) bulk eviction does not pay off for the one or few
+    # slices each emitted window evicts)
+    "fifo": ("two_stacks_lite", "daba", "amta", "two_stacks", "daba_lite", "recalc"),
     # one structure answers several ranges with query_since
     "shared_selective": ("slickdeque", "fiba", "flatfat", "reactive", "recalc"),
     "shared": ("fiba", "flatfat", "reactive", "recalc"),
@@ -85,7 +88,7 @@ def choose_algorithm(aggregation: Aggregation, *, range_queries: bool = False,
     shared ranges, selective    slickdeque, fiba, flatfat, reactive, recalc
     shared ranges               fiba, flatfat, reactive, recalc
     one range, selective        slickdeque, amta, daba, two_stacks_lite, ...
-    one range                   amta, daba, two_stacks_lite, two_stacks, ...
+    one range                   two_stacks_lite, daba, amta, two_stacks, ...
     ==========================  =================================================
 
     Candidates lacking a needed capability (``range_queries`` class flag, ``enforce``) are

@@ -198,8 +198,8 @@ def test_forced_fifo_algorithm_splits_structures() -> None:
 def test_choose_algorithm_table() -> None:
     both = product({"m": Max(), "s": Sum()})
     assert choose_algorithm(Max()) == "slickdeque"
-    assert choose_algorithm(both) == "amta"
-    assert choose_algorithm(Count()) == "amta"  # soe only when forced
+    assert choose_algorithm(both) == "two_stacks_lite"
+    assert choose_algorithm(Count()) == "two_stacks_lite"  # soe only when forced
     assert choose_algorithm(Max(), range_queries=True) == "slickdeque"
     assert choose_algorithm(both, range_queries=True) == "fiba"
     assert choose_algorithm(both, policy=True) == "amta"
