@@ -3,10 +3,13 @@
 
 10^6 events, 100 keys, event times uniform over 6 hours (deterministic), integer values;
 count, max and mean per window; R = 1 hour and S = 1 h, 10 min, 1 min, 10 s (k = R/S = 1, 6,
-60, 360). Spark's window() copies every event into k windows before aggregating; swag keeps
-one structure per key whatever k is. Both sides read the same cached DataFrame and write
-their result to Parquet; the timed part is that action. The two result sets are then read
-back and checked equal (``exceptAll`` both ways, means rounded to 1e-6), outside the timing.
+60, 360). Spark's window() copies every event into k windows before aggregating. swag runs
+pre-sliced (``docs/spark.md``, "Pre-slicing"): Spark aggregates each (key, slice of width
+S) once, map-side combined, and the Python driver combines the slice rows (100 keys x 6 h /
+S) into windows with one structure per key, whatever k is. Both sides read the same cached
+DataFrame and write their result to Parquet; the timed part is that action. The two result
+sets are then read back and checked equal (``exceptAll`` both ways, means rounded to 1e-6),
+outside the timing.
 Besides wall time, each run records the CPU time of the JVM and of its Python workers, which
 other jobs on a shared machine do not inflate.
 
@@ -235,8 +238,10 @@ def markdown(payload: dict[str, Any]) -> str:
         f"over 6 hours, integer values; count, max and mean per window, R = 1 hour. Both "
         f"read the same cached DataFrame and write their result to Parquet (the timed "
         f"action); the results are checked equal with `exceptAll` both ways. Spark's "
-        f"`window()` copies each event into k = R/S windows; swag keeps one structure per "
-        f"key. Events/s are from wall time; the CPU columns are the CPU seconds the job took "
+        f"`window()` copies each event into k = R/S windows; swag lets Spark aggregate each "
+        f"(key, slice of width S) once and combines the slices into windows with one "
+        f"structure per key (pre-slicing, `docs/spark.md`). Events/s are from wall time; the "
+        f"CPU columns are the CPU seconds the job took "
         f"in the JVM and in the Python workers (from `/proc`, not inflated by other jobs on "
         f"the machine). Run: "
         f"`.venvs/spark/bin/python -m benchmarks spark_windows`.\n" if results else "",

@@ -13,7 +13,9 @@ Rows between Spark and Python (built by :mod:`spark_adapter.api`):
   - batch (Arrow tables, :func:`batch_schema` out; :class:`Typed` says which columns): the
     keys as typed columns ``swag_k0, swag_k1, ...`` (the grouping columns) if every key
     column has a scalar type, else ``swag_k`` as in streaming; each scalar value column as a
-    typed column ``swag_v0, swag_v1, ...`` and the others (arrays, structs) in ``swag_v``.
+    typed column ``swag_v0, swag_v1, ...`` and the others (arrays, structs) in ``swag_v``;
+  - batch, pre-sliced (:mod:`spark_adapter._presliced`): the same key columns, ``swag_t``
+    the slice start and the per-slice partials: one row per key and slice.
 
   No leading underscores: ``transformWithStateInPandas`` (4.3) rebuilds its input frames
   from ``itertuples()`` namedtuples, which rename such columns to ``_0``, ``_1``, ...;
@@ -35,7 +37,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.types import (
     DataType,
@@ -50,6 +52,9 @@ from adapters import END_OF_INPUT, Output, Query, TransientKeyState, WindowDrive
 from adapters.state import LogEntry
 
 from ._types import SparkTypeError
+
+if TYPE_CHECKING:
+    from ._presliced import SlicePlan
 
 #: Output of the Python side in streaming (window index -1 marks a late event).
 WIDE_SCHEMA = ("_swag_k string, _swag_w int, _swag_start long, _swag_end long, "
@@ -108,6 +113,9 @@ class Plan:
     #: batch mode's typed columns; ``None`` in streaming
     typed: Typed | None = None
     max_cached_keys: int | None = 100_000
+    #: batch pre-slicing (:mod:`spark_adapter._presliced`): the input is one row per key and
+    #: slice, and the driver runs ``slices.query``; ``None``: one row per event
+    slices: SlicePlan | None = None
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
@@ -118,7 +126,8 @@ def driver_for(plan: Plan) -> WindowDriver:
     """The worker process's driver for ``plan`` (created on first use)."""
     d = _DRIVERS.get(plan.token)
     if d is None:
-        d = WindowDriver(plan.query, max_cached_keys=plan.max_cached_keys,
+        query = plan.query if plan.slices is None else plan.slices.query
+        d = WindowDriver(query, max_cached_keys=plan.max_cached_keys,
                          time_field=plan.time_name)
         _DRIVERS[plan.token] = d
         while len(_DRIVERS) > 8:
@@ -592,8 +601,8 @@ def _gc_paused() -> Iterator[None]:
 
 
 def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
-    """The ``applyInArrow`` function ``(key, table) -> table``: one key's whole input,
-    released at end of input."""
+    """The ``applyInArrow`` function ``(key, table) -> table``: one key's whole input (its
+    events, or its slices when ``plan.slices`` is set), released at end of input."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     typed = plan.typed
@@ -618,7 +627,10 @@ def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
             dkey = out_key = parts[0] if single_key else parts
         driver = driver_for(plan)
         texts: dict[int, str] = {}
-        events = arrow_events(plan, table, texts)
+        if plan.slices is None:
+            events = arrow_events(plan, table, texts)
+        else:
+            events = plan.slices.events(table, dkey, plan.time_name)
         state = TransientKeyState()  # batch: no restart, so no event log
         try:
             out = driver.process(dkey, events, state)

@@ -29,6 +29,7 @@ from adapters.specs import OverWindow, SlidingWindow
 from adapters.windows import count_window, duration_ms, normalize_window, over, sliding, tumbling
 
 from . import _types as T
+from ._presliced import SlicePlan, slice_plan
 from ._runtime import (
     AGGS_OUT,
     EVENT_OUT,
@@ -174,6 +175,25 @@ def _output_columns(wide: DataFrame, plan: Plan, columns: Mapping[str, DataType]
     return parsed, key_cols, value_cols, agg_cols
 
 
+def _slices(df: DataFrame, presliced: bool | None, query: Query,
+            value_types: Mapping[str, DataType], typed: Typed | None,
+            time_is_string: bool) -> SlicePlan | None:
+    """The pre-slicing plan of the call (``None``: one row per event), per ``presliced``."""
+    if presliced is False:
+        return None
+    if df.isStreaming or typed is None:
+        if presliced:
+            raise ValueError("presliced=True: pre-slicing is for batch DataFrames only")
+        return None
+    transport = {name: f"{VALUE_IN}{i}" for i, (name, _) in enumerate(typed.values)}
+    found = slice_plan(query, value_types, transport, time_is_string, typed.keys)
+    if isinstance(found, str):
+        if presliced:
+            raise ValueError(f"presliced=True, but this query cannot be pre-sliced: {found}")
+        return None
+    return found
+
+
 def _has_watermark(df: DataFrame) -> bool:
     """Whether the streaming plan defines a watermark (``True`` if it cannot be told)."""
     try:
@@ -215,6 +235,7 @@ def sliding_aggregate(
     output_types: Mapping[str, Any] | None = None,
     metric: str | Observation | None = METRIC,
     max_cached_keys: int | None = 100_000,
+    presliced: bool | None = None,
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
     """Exact window aggregates per key, on a streaming or a batch DataFrame.
 
@@ -251,6 +272,13 @@ def sliding_aggregate(
             ``pyspark.sql.Observation`` to observe, or ``None``.
         max_cached_keys: bound of the per-worker structure cache (keys beyond it are rebuilt
             from state when they come back).
+        presliced: batch only: let Spark aggregate each key's events per slice (general
+            stream slicing) before the driver combines slices into windows, with identical
+            results (``docs/spark.md``, "Pre-slicing"). ``None`` (default): whenever the query
+            allows it (sliding/tumbling windows with slices wider than 1 ms; count, max, min,
+            sum, mean, with sum/mean of integral columns only; epoch-ms or timestamp time);
+            ``True``: required (``ValueError`` saying why it cannot); ``False``: never (one
+            row per event into Python).
 
     Returns:
         One window spec: for sliding, tumbling, count and policy windows the columns
@@ -339,11 +367,12 @@ def sliding_aggregate(
                              f"the same name; rename it")
 
     time_col, time_is_string = _time_ms(F.col(time), time_type, time)
+    slices = _slices(df, presliced, query, value_types, typed, time_is_string)
     plan = Plan(query=query, key_names=key_names,
                 time_name=time, time_is_string=time_is_string,
                 value_fixer=T.json_fixer(value_json), agg_encoders=encoders,
                 json_values=json_values, json_aggs=json_aggs, has_order=order_by is not None,
-                typed=typed, max_cached_keys=max_cached_keys)
+                typed=typed, max_cached_keys=max_cached_keys, slices=slices)
 
     source = df
     if df.isStreaming:
@@ -362,7 +391,10 @@ def sliding_aggregate(
                 raise T.SparkTypeError(f"watermark: Spark needs a timestamp (or epoch-ms) "
                                        f"time column; {time!r} is a string column")
     prepared_cols, group_cols = _input_columns(plan, columns, time_col, order_by)
-    grouped = source.select(*prepared_cols).groupBy(*group_cols)
+    prepared = source.select(*prepared_cols)
+    if slices is not None:
+        prepared = slices.frame(prepared, group_cols, order_by is not None)
+    grouped = prepared.groupBy(*group_cols)
     if df.isStreaming:
         wide = grouped.transformWithStateInPandas(
             statefulProcessor=make_processor(plan), outputStructType=WIDE_SCHEMA,

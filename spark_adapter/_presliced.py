@@ -1,0 +1,231 @@
+"""Batch pre-slicing: Spark aggregates each (key, slice) once, the driver combines slices.
+
+General stream slicing (Traub et al., EDBT 2019; :mod:`adapters.slicing`) cuts time into
+slices of width ``g = gcd(ranges, slides, offset differences)`` (:func:`adapters.slicing.
+slice_grid`); every sliding or tumbling window is a union of whole slices. When every
+aggregation's per-slice partial is one Spark computes exactly, the batch plan becomes
+
+    groupBy(keys..., slice start).agg(partials)  ->  groupBy(keys).applyInArrow(driver)
+
+so Spark's map-side combine does the per-slice partial aggregation where the data already
+is, and the Python side gets one row per non-empty slice instead of one per event. The driver
+then runs a rewritten query over those rows (count -> sum of slice counts, max -> max of
+slice maxima, sum -> sum of slice sums, mean -> ``(sum, count)`` pairs lowered as
+``sum / count``); a slice row's time is the slice's start, so a window holds a slice row iff
+it holds an event of that slice: the same windows are emitted, with the same bounds.
+
+Why the values are identical to the event path (``swag_core``'s kernels over raw values):
+
+* integers: Spark's per-slice ``count``/``max``/``min`` are exact, and sums are exact because
+  a ``long`` column is summed as two halves (``v >> 32`` and ``v & 0xFFFFFFFF``, each sum far
+  from overflow) that Python joins into one unbounded ``int``; narrower integers are summed
+  as ``long``. The driver then adds Python ints, so a mean is the same ``int / int`` as
+  :class:`swag_core.aggregations.Mean` computes (a correctly rounded quotient).
+* floats: only ``max``/``min`` (a maximum does not depend on summation order; sums do, so
+  ``sum``/``mean`` of a floating column keep the event path). The one tie floats can tell
+  apart is ``-0.0 == 0.0``: the event path keeps the oldest (time, then ``order_by``), so a
+  slice whose extreme is a zero takes the sign of its oldest zero (``min_by``).
+* bad input raises what the event path raises: a null time the same
+  :class:`adapters.BadEventError` (from :func:`adapters.times.parse_time`); a null value
+  (``count(v) < count(*)``) or a NaN (Spark's ``max`` is NaN iff the slice holds one) a
+  :class:`~adapters.BadEventError` naming the key, the field and the output, with the slice
+  ``[start, end)`` holding the bad event (its exact time is not computed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, LongType
+
+from adapters import BadEventError, Query
+from adapters.kernels import kernel_for
+from adapters.slicing import slice_grid
+from adapters.specs import AggSpec, SlidingWindow
+from adapters.times import parse_time
+from swag_core import Aggregation
+from swag_core.aggregations import Mean
+
+from ._runtime import ORDER_IN, TIME_IN
+from ._types import FLOATING, INTEGRAL
+
+#: per-slice count of events (``count(*)``)
+COUNT = "swag_n"
+#: per-field partial columns: "<prefix><field index>"
+NON_NULL, MAX, MIN, SUM, SUM_HI, SUM_LO, ZERO = ("swag_c", "swag_x", "swag_m", "swag_s",
+                                                 "swag_h", "swag_l", "swag_z")
+_LOW_MASK = 0xFFFFFFFF
+
+_mean = Mean()
+#: ``mean`` over ``(sum, count)`` pairs of slices: Mean's own combine and lower, no lift.
+MEAN_OF_SLICES = Aggregation(combine=_mean.combine, identity=_mean.identity,
+                             lower=_mean.lower, subtract=_mean.subtract, commutative=True,
+                             name="mean")
+
+
+@dataclass(frozen=True)
+class SliceField:
+    """One aggregated field and the partials Spark computes for it."""
+
+    #: the event field (input column) name
+    name: str
+    #: its transport column in the prepared frame (``swag_v<i>``)
+    column: str
+    #: ``{"max", "min", "sum"}`` subset: the partials the outputs need
+    needs: frozenset[str]
+    #: a float/double column (max/min only; NaN and signed zeros checked)
+    floating: bool
+    #: a ``long`` column: its sum is taken as two halves (see the module docstring)
+    wide: bool
+    #: the first output reading the field, and its fn (for error messages)
+    output: str
+    fn: str
+
+
+@dataclass(frozen=True)
+class SlicePlan:
+    """A batch query that runs pre-sliced (built by :func:`slice_plan`)."""
+
+    width: int
+    base: int
+    fields: tuple[SliceField, ...]
+    #: the query the driver runs over slice rows (same windows, same output names)
+    query: Query
+
+    def frame(self, prepared: DataFrame, group_cols: Sequence[str], has_order: bool
+              ) -> DataFrame:
+        """``prepared`` (the event path's input columns) aggregated per key and slice:
+        ``swag_t`` (slice start, null for null times), ``swag_n`` and the per-field
+        partials."""
+        t = F.col(TIME_IN)
+        start = (t - F.pmod(t - F.lit(self.base), F.lit(self.width))).alias(TIME_IN)
+        aggs: list[Column] = [F.count(F.lit(1)).alias(COUNT)]
+        if has_order:
+            o = F.col(ORDER_IN)
+            order: Column = F.struct(t, o.isNull(), o)  # time, then order_by (nulls last)
+        else:
+            order = t
+        for i, f in enumerate(self.fields):
+            c = F.col(f.column)
+            aggs.append(F.count(c).alias(f"{NON_NULL}{i}"))
+            if "max" in f.needs or f.floating:  # a float max is NaN iff the slice holds one
+                aggs.append(F.max(c).alias(f"{MAX}{i}"))
+            if "min" in f.needs:
+                aggs.append(F.min(c).alias(f"{MIN}{i}"))
+            if f.floating:
+                aggs.append(F.min_by(c, F.when(c == 0, order)).alias(f"{ZERO}{i}"))
+            if "sum" in f.needs:
+                if f.wide:
+                    aggs.append(F.sum(F.shiftright(c, 32)).alias(f"{SUM_HI}{i}"))
+                    aggs.append(F.sum(c.bitwiseAND(F.lit(_LOW_MASK))).alias(f"{SUM_LO}{i}"))
+                else:
+                    aggs.append(F.sum(c).alias(f"{SUM}{i}"))
+        return prepared.groupBy(*group_cols, start).agg(*aggs)
+
+    def events(self, table: Any, key: Any, time_field: str) -> list[tuple[Any, Any]]:
+        """The driver's events of one key's slice rows (an Arrow table of :meth:`frame`):
+        ``(slice start, {partials})``; raises :class:`BadEventError` as the event path
+        does for null times, null values and NaN."""
+        cols = {name: table.column(name).to_pylist() for name in table.column_names}
+        starts, counts = cols[TIME_IN], cols[COUNT]
+        if None in starts:
+            parse_time(None, key, time_field)  # raises the event path's error
+        values: list[dict[str, Any]] = [{"#n": n} for n in counts]
+        for i, f in enumerate(self.fields):
+            for s, n, nn in zip(starts, counts, cols[f"{NON_NULL}{i}"]):
+                if nn < n:
+                    self._bad(key, s, f, None)
+            if f.floating:
+                for s, mx in zip(starts, cols[f"{MAX}{i}"]):
+                    if mx != mx:
+                        self._bad(key, s, f, mx)
+            zeros = cols.get(f"{ZERO}{i}")
+            for what in ("max", "min"):
+                if what in f.needs:
+                    extremes = cols[f"{MAX if what == 'max' else MIN}{i}"]
+                    if zeros is not None:  # the oldest zero's sign (see the module docstring)
+                        extremes = [z if x == 0 else x for x, z in zip(extremes, zeros)]
+                    for value, x in zip(values, extremes):
+                        value[f"{what}:{f.name}"] = x
+            if "sum" in f.needs:
+                if f.wide:
+                    sums = [None if h is None else (h << 32) + lo
+                            for h, lo in zip(cols[f"{SUM_HI}{i}"], cols[f"{SUM_LO}{i}"])]
+                else:
+                    sums = cols[f"{SUM}{i}"]
+                for value, s, n in zip(values, sums, counts):
+                    value[f"sum:{f.name}"] = s
+                    value[f"mean:{f.name}"] = (s, n)
+        return list(zip(starts, values))
+
+    def _bad(self, key: Any, start: int, f: SliceField, x: Any) -> None:
+        what = "None (a null value)" if x is None else "NaN"
+        raise BadEventError(
+            f"key {key!r}, an event in [{start}, {start + self.width}): field {f.name!r} = "
+            f"{x!r} cannot be aggregated by output {f.output!r} ({f.fn}): {f.fn} cannot "
+            f"aggregate {what}", key=key, field=f.name, time=start)
+
+
+def _rewritten(spec: AggSpec) -> Any:
+    """The driver's aggregation over slice rows for one output (see :meth:`SlicePlan.events`
+    for the fields)."""
+    if spec.fn == "count":
+        return {"fn": "sum", "field": "#n"}
+    if spec.fn == "mean":
+        return (f"mean:{spec.field}", MEAN_OF_SLICES)
+    return {"fn": spec.fn, "field": f"{spec.fn}:{spec.field}"}
+
+
+def slice_plan(query: Query, value_types: Mapping[str, DataType],
+               transport: Mapping[str, str], time_is_string: bool,
+               key_types: Sequence[DataType] | None) -> SlicePlan | str:
+    """The :class:`SlicePlan` of a batch query, or why it cannot be pre-sliced.
+
+    ``value_types``: the Spark types of the value columns; ``transport``: their typed
+    transport columns (``swag_v<i>``) in the prepared frame; ``key_types``: the typed key
+    columns' transport types (``None``: the keys travel as JSON text)."""
+    if time_is_string:
+        return "the time column is a string (Spark and the driver parse it differently)"
+    if key_types is not None and any(isinstance(t, FLOATING) for t in key_types):
+        return ("a key column is floating (Spark's aggregate would turn a -0.0 key into 0.0 "
+                "and merge NaN keys)")
+    sliding = [w for w in query.windows if isinstance(w, SlidingWindow)]
+    if len(sliding) < len(query.windows):
+        return "a window spec is not sliding or tumbling"
+    width, base = slice_grid(sliding)
+    if width <= 1:
+        return "the slice width (gcd of ranges, slides and offsets) is 1 ms"
+    needs: dict[str, set[str]] = {}
+    first: dict[str, AggSpec] = {}
+    for a in query.aggregations:
+        if a.fn not in ("count", "max", "min", "sum", "mean") or kernel_for(a) is None:
+            return f"aggregation {a.name!r} is not count, max, min, sum or mean of a field"
+        if a.fn == "count":
+            continue
+        field = a.field
+        assert field is not None
+        dt = value_types.get(field)
+        if field not in transport or not isinstance(dt, (*INTEGRAL, *FLOATING)):
+            return f"aggregation {a.name!r}: field {field!r} is not numeric"
+        if a.fn in ("sum", "mean") and not isinstance(dt, INTEGRAL):
+            return (f"aggregation {a.name!r}: {a.fn} of the floating column {field!r} (Spark "
+                    f"sums in another order: not bit-identical)")
+        needs.setdefault(field, set()).add("sum" if a.fn == "mean" else a.fn)
+        first.setdefault(field, a)
+    fields = tuple(
+        SliceField(name=n, column=transport[n], needs=frozenset(needs[n]),
+                   floating=isinstance(value_types[n], FLOATING),
+                   wide=isinstance(value_types[n], LongType), output=first[n].name,
+                   fn=first[n].fn or "")
+        for n in sorted(needs))
+    rewritten = Query.build(list(query.windows),
+                            {a.name: _rewritten(a) for a in query.aggregations},
+                            query.allowed_lateness, query.algorithm)
+    return SlicePlan(width=width, base=base, fields=fields, query=rewritten)
+
+
+__all__ = ["SlicePlan", "slice_plan"]

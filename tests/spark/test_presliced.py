@@ -1,0 +1,229 @@
+"""Batch pre-slicing (``spark_adapter._presliced``): Spark aggregates each (key, slice), the
+driver combines slices. Every eligible query must give exactly the event path's DataFrame
+(rows, values bit for bit, schema); ineligible ones must keep the event path; bad input fails
+the same way on both."""
+
+from __future__ import annotations
+
+import datetime
+import random
+
+import pytest
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from spark_adapter import count_window, over, sliding, sliding_aggregate, tumbling
+
+T0 = datetime.datetime(2024, 3, 1, 10, 0, 0)
+
+INT_AGGS = {"n": {"fn": "count"}, "top": {"fn": "max", "field": "v"},
+            "low": {"fn": "min", "field": "i"}, "total": {"fn": "sum", "field": "w"},
+            "avg": {"fn": "mean", "field": "i"}, "avg_v": {"fn": "mean", "field": "v"}}
+FLOAT_AGGS = {"n": {"fn": "count"}, "hi": {"fn": "max", "field": "x"},
+              "lo": {"fn": "min", "field": "x"}, "s": {"fn": "sum", "field": "i"}}
+
+
+def _presliced(out: DataFrame) -> bool:
+    """Whether the plan aggregates per key and slice before the Python function (the event
+    path has no aggregate at all: the batch metric is an Observation, not an aggregate)."""
+    plan = out._jdf.queryExecution().executedPlan().toString()
+    return "Aggregate(key" in plan and "swag_batch" in plan
+
+
+def _find(node, name: str):
+    """The first node called ``name`` in an executed plan (query stages entered)."""
+    if node.nodeName() == name:
+        return node
+    if node.nodeName().endswith("QueryStage"):
+        return _find(node.plan(), name)
+    children = node.children().iterator()
+    while children.hasNext():
+        found = _find(children.next(), name)
+        if found is not None:
+            return found
+    return None
+
+
+def _rows_fed(out: DataFrame) -> int:
+    """After ``out`` ran: the rows the aggregate under the Python function produced."""
+    plan = out._jdf.queryExecution().executedPlan()
+    if plan.nodeName() == "AdaptiveSparkPlan":
+        plan = plan.executedPlan()
+    agg = _find(_find(plan, "FlatMapGroupsInArrow"), "HashAggregate")
+    return agg.metrics().apply("numOutputRows").value()
+
+
+def _rows(out: DataFrame) -> list[str]:
+    """The rows as sorted reprs: floats compared bit for bit (-0.0 is not 0.0, NaN is NaN)."""
+    return sorted(repr(tuple(r)) for r in out.collect())
+
+
+def _same_both_ways(df: DataFrame, **kwargs) -> list[str]:
+    """Run with pre-slicing (asserted to happen) and without; same schema and rows."""
+    on = sliding_aggregate(df, presliced=True, **kwargs)
+    off = sliding_aggregate(df, presliced=False, **kwargs)
+    assert _presliced(on) and not _presliced(off)
+    assert on.schema == off.schema
+    got, want = _rows(on), _rows(off)
+    assert got == want
+    return got
+
+
+@pytest.fixture(scope="module")
+def events(spark):
+    """Three keys (two key columns), timestamps and epoch ms, long values near +-2^62 (slice
+    sums beyond 2^63: exact only if Spark's long sums do not overflow), longs up to 2^50 to
+    sum (window sums fit 64 bits), ints,
+    doubles with -0.0/0.0 ties, infinities; seq gives the arrival order."""
+    rng = random.Random(7)
+    rows = []
+    for seq in range(240):
+        city, zone = rng.choice([("a", 1), ("a", 2), ("b", 1)])
+        ms = rng.randrange(0, 60_000)
+        if seq % 9 == 0:
+            ms -= ms % 1000  # events on slice boundaries
+        v = rng.choice([2**62 - rng.randrange(1000), -(2**62) + rng.randrange(1000),
+                        rng.randrange(-5, 5)])
+        x = rng.choice([0.0, -0.0, 0.0, -0.0, 1.5, -2.25, float("inf"), float("-inf")])
+        rows.append((city, zone, T0 + datetime.timedelta(milliseconds=ms), 1_000_000 + ms,
+                     v, rng.randrange(-2**50, 2**50), rng.randrange(-100, 100), x, seq))
+    return spark.createDataFrame(
+        rows, "city string, zone int, ts timestamp, ms long, v long, w long, i int, x double, "
+              "seq long").cache()
+
+
+@pytest.mark.parametrize("window", [
+    tumbling(10_000),
+    sliding(10_000, 3_000),
+    sliding(9_000, 3_000, offset=1_000),
+    [sliding(10_000, 4_000), tumbling(6_000, offset=2_000)],
+], ids=["tumbling", "sliding", "offset", "two-specs"])
+def test_integer_aggregates_identical(events, window):
+    got = _same_both_ways(events, key=["city", "zone"], time="ts", window=window,
+                          aggregations=INT_AGGS)
+    assert len(got) > 10
+
+
+def test_epoch_ms_time_one_key_and_sums_beyond_64_bits_in_a_slice(events):
+    # mean of v: slice sums pass 2^63 (several values near 2^62), the mean stays exact
+    _same_both_ways(events.where("v > 1000"), key="city", time="ms",
+                    window=sliding(20_000, 5_000),
+                    aggregations={"avg_v": {"fn": "mean", "field": "v"},
+                                  "n": {"fn": "count"}})
+
+
+def test_float_max_min_keep_the_oldest_zero(events):
+    """-0.0 == 0.0: both paths give the sign of the oldest zero (time, then order_by)."""
+    got = _same_both_ways(events.withColumn("ms", F.col("ms") - F.col("ms") % 7), key="city",
+                          time="ms", window=tumbling(2_000), aggregations=FLOAT_AGGS,
+                          order_by="seq")
+    assert any("-0.0" in r for r in got) and any(", 0.0" in r for r in got)
+
+
+def test_late_rows_include_and_return(events):
+    kwargs = dict(key="city", time="ts", window=sliding(10_000, 5_000),
+                  aggregations={"n": {"fn": "count"}, "top": {"fn": "max", "field": "i"}})
+    _same_both_ways(events, late_rows="include", **kwargs)
+    (on, late_on) = sliding_aggregate(events, late_rows="return", **kwargs)
+    (off, _) = sliding_aggregate(events, late_rows="return", presliced=False, **kwargs)
+    assert _presliced(on) and _rows(on) == _rows(off) and late_on.count() == 0
+
+
+def test_randomized_queries_against_the_event_path(spark):
+    """Random data and random eligible queries (fixed seed) against the event path."""
+    rng = random.Random(2024)
+    for _ in range(3):
+        rows = [(rng.choice("pqr"), rng.randrange(-50_000, 50_000),
+                 rng.randrange(-10**6, 10**6), rng.uniform(-1, 1)) for _ in range(150)]
+        df = spark.createDataFrame(rows, "k string, t long, v long, x double")
+        slide = rng.choice([1_000, 2_000, 5_000])
+        offset = 250 * rng.randrange(0, slide // 250)
+        specs = [sliding(slide * rng.randrange(1, 5), slide, offset=offset)]
+        if rng.random() < 0.5:
+            specs.append(tumbling(slide * 2, offset=slide))
+        fns = rng.sample([("count", None), ("max", "v"), ("min", "v"), ("sum", "v"),
+                          ("mean", "v"), ("max", "x"), ("min", "x")], 4)
+        aggs = {f"a{j}": ({"fn": fn} if f is None else {"fn": fn, "field": f})
+                for j, (fn, f) in enumerate(fns)}
+        _same_both_ways(df, key="k", time="t", window=specs, aggregations=aggs)
+
+
+# ----------------------------------------------------------------------------- eligibility
+@pytest.mark.parametrize("case", [
+    dict(window=tumbling(10_000), aggregations={"m": {"fn": "mean", "field": "x"}}),
+    dict(window=tumbling(10_000), aggregations={"s": {"fn": "sum", "field": "x"}}),
+    dict(window=over(10_000), aggregations={"n": {"fn": "count"}}),
+    dict(window=count_window(5), aggregations={"n": {"fn": "count"}}),
+    dict(window=sliding(10, 3), aggregations={"n": {"fn": "count"}}),  # slices of 1 ms
+    dict(window=tumbling(10_000), aggregations={"n": {"fn": "count", "field": "v"}}),
+    dict(window=tumbling(10_000), aggregations={"f": {"fn": "first", "field": "v"}}),
+], ids=["float-mean", "float-sum", "over", "count-window", "1ms-slices", "count-field",
+        "first"])
+def test_ineligible_queries_keep_the_event_path(events, case):
+    out = sliding_aggregate(events, key="city", time="ms", **case)
+    assert not _presliced(out)
+    with pytest.raises(ValueError, match="cannot be pre-sliced"):
+        sliding_aggregate(events, key="city", time="ms", presliced=True, **case)
+
+
+def test_auto_mode_pre_slices_eligible_queries_and_string_times_do_not(events):
+    aggs = {"n": {"fn": "count"}}
+    assert _presliced(sliding_aggregate(events, key="city", time="ms", window=tumbling(10_000),
+                                        aggregations=aggs))
+    strings = events.withColumn("ms", F.col("ms").cast("string"))
+    assert not _presliced(sliding_aggregate(strings, key="city", time="ms",
+                                            window=tumbling(10_000), aggregations=aggs))
+
+
+def test_floating_keys_keep_the_event_path(spark):
+    """Spark's aggregate normalizes floating grouping keys (-0.0 -> 0.0): such keys travel
+    typed, so a query keyed by a double column keeps the event path, and -0.0 stays -0.0."""
+    df = spark.createDataFrame([(-0.0, 1, 5), (1.5, 2, 6)], "f double, t long, v long")
+    out = sliding_aggregate(df, key="f", time="t", window=tumbling(10),
+                            aggregations={"m": {"fn": "max", "field": "v"}})
+    assert not _presliced(out)
+    assert sorted(repr(r.f) for r in out.collect()) == ["-0.0", "1.5"]
+    with pytest.raises(ValueError, match="key column is floating"):
+        sliding_aggregate(df, key="f", time="t", window=tumbling(10), presliced=True,
+                          aggregations={"m": {"fn": "max", "field": "v"}})
+    normalized = df.groupBy("f", "t").count().collect()  # what pre-slicing would give
+    assert sorted(repr(r.f) for r in normalized) == ["0.0", "1.5"]
+
+
+def test_pre_slicing_feeds_one_row_per_key_and_slice(events):
+    """The Python function's input: one row per non-empty (key, slice), here slices of
+    2.5 s (gcd of 10 s and 7.5 s)."""
+    out = sliding_aggregate(events, key="city", time="ms",
+                            window=[sliding(10_000, 5_000), tumbling(7_500)],
+                            aggregations={"n": {"fn": "count"}})
+    got = out.collect()
+    slices = events.select("city", (F.col("ms") - F.col("ms") % 2_500).alias("s")).distinct()
+    assert _rows_fed(out) == slices.count() < events.count() / 4
+    assert sum(r.n for r in got if r.window == 0) == 2 * events.count()  # in two windows
+
+
+# ----------------------------------------------------------------------------- bad input
+def _error_both_ways(df: DataFrame, match: str, **kwargs) -> None:
+    for presliced in (True, False):
+        out = sliding_aggregate(df, presliced=presliced, **kwargs)
+        with pytest.raises(Exception, match=match):
+            out.collect()
+
+
+def test_null_time_fails_naming_key_and_time_field(spark):
+    df = spark.createDataFrame([("k1", 1, 5), ("k2", None, 6)], "key string, t long, v long")
+    _error_both_ways(df, r"(?s)BadEventError.*'k2'.*event time None \(field 't'\) is null",
+                     key="key", time="t", window=tumbling(10),
+                     aggregations={"m": {"fn": "max", "field": "v"}})
+
+
+@pytest.mark.parametrize("dtype, bad", [("long", None), ("double", None),
+                                        ("double", float("nan"))])
+def test_null_or_nan_value_fails_naming_key_and_field(spark, dtype, bad):
+    one, two = (2, 3) if dtype == "long" else (2.0, 3.0)
+    df = spark.createDataFrame([("k1", 1, one), ("k2", 5, two), ("k2", 7, bad)],
+                               f"key string, t long, v {dtype}")
+    what = "None" if bad is None else "nan"
+    _error_both_ways(df, rf"(?s)BadEventError.*'k2'.*field 'v' = {what}.*output 'm'",
+                     key="key", time="t", window=tumbling(10),
+                     aggregations={"n": {"fn": "count"}, "m": {"fn": "min", "field": "v"}})
