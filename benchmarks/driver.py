@@ -19,6 +19,7 @@ import gc
 import math
 import os
 import random
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,6 +55,8 @@ BASELINE_KEY_SHARE = {360: 0.05}
 #: (100) on 10 keys and 2 hours
 QUICK_EVENTS, QUICK_KEYS, QUICK_HOURS, QUICK_BATCH = 20_000, 10, 2, 1_000
 TOLERANCE = 1e-9
+#: rounds per sliding cell (both drivers, alternating); the medians are reported
+REPEATS = 3
 #: how :func:`timed` measures
 CLOCK = "wall (time.perf_counter) and process CPU (time.process_time)"
 
@@ -385,6 +388,11 @@ def timed(run: Callable[..., dict[str, Any]], *args: Any
     return seconds, cpu, rows, info
 
 
+def _medians(times: list[tuple[float, float]]) -> tuple[float, float]:
+    """Median wall and median CPU seconds of several ``(wall, cpu)`` runs."""
+    return (statistics.median(t for t, _ in times), statistics.median(c for _, c in times))
+
+
 def _load() -> list[float]:
     try:
         return [round(x, 2) for x in os.getloadavg()]
@@ -395,12 +403,13 @@ def _load() -> list[float]:
 def measure(n: int = EVENTS, *, keys: int = KEYS, hours: float = SPAN_HOURS,
             batch: int = BATCH, key_share: dict[int, float] | None = None,
             slides: dict[int, int] | None = None, pandas: bool = True,
-            verbose: bool = False) -> dict[str, Any]:
+            repeats: int = REPEATS, verbose: bool = False) -> dict[str, Any]:
     """Run every measurement on a stream of ``n`` events and return the payload (not saved).
 
     ``key_share[k]``: run the per-window driver at ``k`` on that share of the keys only (the
     ``WindowDriver`` then runs on those keys too, for the like-for-like ratio and the row
-    check); ``pandas=False`` skips the OVER comparison."""
+    check); ``pandas=False`` skips the OVER comparison; ``repeats``: rounds per sliding
+    cell (medians are reported)."""
     key_share = BASELINE_KEY_SHARE if key_share is None else key_share
     slides = SLIDES if slides is None else slides
     started = time.perf_counter()
@@ -417,18 +426,30 @@ def measure(n: int = EVENTS, *, keys: int = KEYS, hours: float = SPAN_HOURS,
             full.keys[:max(1, round(share * len(full.keys)))])
         for label, (name, fn) in AGGREGATIONS.items():
             query = sliding_query(slide, fn, name)
-            swag_s, swag_cpu, swag_rows, info = timed(run_swag, full, query)
+            # Rounds alternate the drivers (run order moves a single run by up to ~1.5x on
+            # this machine: 340 MB of event objects); each time is the median of the rounds.
+            swag_t: list[tuple[float, float]] = []
+            part_t: list[tuple[float, float]] = []
+            base_t: list[tuple[float, float]] = []
+            for round_ in range(repeats):
+                swag_s, swag_cpu, swag_rows, info = timed(run_swag, full, query)
+                swag_t.append((swag_s, swag_cpu))
+                if part is not full:  # the driver again on the baseline's keys: same events
+                    part_s, part_cpu, swag_rows, _ = timed(run_swag, part, query)
+                    part_t.append((part_s, part_cpu))
+                base_s, base_cpu, base_rows, base_info = timed(
+                    run_baseline, part, slide, fn, name)
+                base_t.append((base_s, base_cpu))
+                if round_ < repeats - 1:
+                    del swag_rows, base_rows
+            swag_s, swag_cpu = _medians(swag_t)
+            base_s, base_cpu = _medians(base_t)
+            part_s, part_cpu = _medians(part_t) if part_t else (swag_s, swag_cpu)
             entry: dict[str, Any] = {
                 "k": k, "slide": slide, "aggregation": label, "events": full.events,
                 "swag_s": swag_s, "swag_cpu_s": swag_cpu, "swag_eps": full.events / swag_s,
                 "rows": len(swag_rows), "late": info["late"], "structures": info["structures"],
-                "part_keys": len(part.keys), "part_events": part.events}
-            if part is full:
-                part_s, part_cpu = swag_s, swag_cpu
-            else:  # the driver again on the baseline's keys: same events, same rows
-                part_s, part_cpu, swag_rows, _ = timed(run_swag, part, query)
-            base_s, base_cpu, base_rows, base_info = timed(
-                run_baseline, part, slide, fn, name)
+                "part_keys": len(part.keys), "part_events": part.events, "rounds": repeats}
             entry.update({
                 "part_swag_s": part_s, "part_swag_cpu_s": part_cpu,
                 "part_swag_eps": part.events / part_s,
@@ -473,7 +494,7 @@ def measure(n: int = EVENTS, *, keys: int = KEYS, hours: float = SPAN_HOURS,
 def run(quick: bool = False) -> dict[str, Any]:
     if quick:
         payload = measure(QUICK_EVENTS, keys=QUICK_KEYS, hours=QUICK_HOURS, batch=QUICK_BATCH,
-                          key_share={60: 0.2, 360: 0.1}, verbose=True)
+                          key_share={60: 0.2, 360: 0.1}, repeats=1, verbose=True)
     else:
         payload = measure(verbose=True)
     payload["quick"] = quick
@@ -503,9 +524,8 @@ def markdown(payload: dict[str, Any]) -> str:
     if before:
         out.append(f"_Load average (1, 5, 15 min) {', '.join(map(str, before))} when the suite "
                    f"started, {', '.join(map(str, after))} when it ended, on a shared machine; "
-                   f"the suite took {payload['seconds'] / 60:.1f} min. One timed run per cell: "
-                   "expect noise. Ratios are also given in CPU time, which load disturbs "
-                   "less._\n")
+                   f"the suite took {payload['seconds'] / 60:.1f} min. {_rounds_text(sliding)} "
+                   "Ratios are also given in CPU time, which load disturbs less._\n")
     if payload.get("quick"):
         out.append("_Quick (smoke) run: small sizes, not the issue's workload._\n")
     out.append(
@@ -607,6 +627,14 @@ def markdown(payload: dict[str, Any]) -> str:
                    "alone")
     out.append("")
     return "\n".join(out)
+
+
+def _rounds_text(sliding: list[dict[str, Any]]) -> str:
+    rounds = max((e.get("rounds", 1) for e in sliding), default=1)
+    if rounds == 1:
+        return "One timed run per cell: expect noise."
+    return (f"Each sliding cell: {rounds} rounds alternating the two drivers, medians "
+            "reported (a single run moves by up to ~1.5x with run order).")
 
 
 def _reading_text(reading: dict[str, float], n: int, at_k1: list[dict[str, Any]]) -> str:
