@@ -434,6 +434,7 @@ def measure(n: int = EVENTS, *, keys: int = KEYS, hours: float = SPAN_HOURS,
             for round_ in range(repeats):
                 swag_s, swag_cpu, swag_rows, info = timed(run_swag, full, query)
                 swag_t.append((swag_s, swag_cpu))
+                full_rows = len(swag_rows)
                 if part is not full:  # the driver again on the baseline's keys: same events
                     part_s, part_cpu, swag_rows, _ = timed(run_swag, part, query)
                     part_t.append((part_s, part_cpu))
@@ -448,7 +449,7 @@ def measure(n: int = EVENTS, *, keys: int = KEYS, hours: float = SPAN_HOURS,
             entry: dict[str, Any] = {
                 "k": k, "slide": slide, "aggregation": label, "events": full.events,
                 "swag_s": swag_s, "swag_cpu_s": swag_cpu, "swag_eps": full.events / swag_s,
-                "rows": len(swag_rows), "late": info["late"], "structures": info["structures"],
+                "rows": full_rows, "late": info["late"], "structures": info["structures"],
                 "part_keys": len(part.keys), "part_events": part.events, "rounds": repeats}
             entry.update({
                 "part_swag_s": part_s, "part_swag_cpu_s": part_cpu,
