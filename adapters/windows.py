@@ -13,6 +13,7 @@ import datetime
 import operator
 import re
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 _UNITS_MS = {
@@ -70,13 +71,13 @@ def _interval_ms(value: str, what: str) -> int:
         text = text[len("interval"):].strip()
     terms = _TERM.findall(text)
     if terms and not _TERM.sub("", text).strip():
-        total = 0.0
+        total = Fraction(0)  # exact: "1.1 h" is 3960000 ms, not 3960000.0000000005
         for number, unit in terms:
             if unit not in _UNITS_MS:
                 raise ValueError(f"{what}: unknown unit {unit!r} in {value!r} (known: ms, s, "
                                  f"min, h, d, w and their long forms)")
-            total += float(number) * _UNITS_MS[unit]
-        if total.is_integer():
+            total += Fraction(number) * _UNITS_MS[unit]
+        if total.denominator == 1:
             return int(total)
         raise ValueError(f"{what}: {value!r} is not a whole number of milliseconds")
     raise ValueError(f"{what}: {_EXPECTED}, got {value!r}")

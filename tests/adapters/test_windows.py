@@ -29,6 +29,8 @@ class Micros:
     (Micros(90_000_000), 90_000), ("1 hour", 3_600_000), ("90 s", 90_000),
     ("1 hour 30 minutes", 5_400_000), ("interval 2 days", 172_800_000), ("10s", 10_000),
     ("0.5 s", 500), (" 3 MS ", 3),
+    # decimals summed exactly (a float sum refused these as fractions of a millisecond)
+    ("1.1 h", 3_960_000), ("1.001 s", 1_001), ("4.1 min", 246_000),
 ])
 def test_durations(value: object, ms: int) -> None:
     assert duration_ms(value, "range") == ms
@@ -43,6 +45,7 @@ def test_durations(value: object, ms: int) -> None:
     ("1 fortnight", ValueError, "unknown unit 'fortnight'"),
     ("soon", ValueError, "range: expected"),
     ("0.0001 s", ValueError, "not a whole number"),
+    ("1.0000000000000001 h", ValueError, "not a whole number"),  # a float sum rounds it away
 ])
 def test_bad_durations_name_the_parameter(value: object, error: type, message: str) -> None:
     with pytest.raises(error, match=message):
