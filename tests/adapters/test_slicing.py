@@ -276,16 +276,20 @@ def test_memory_key_state_keeps_the_log_sorted() -> None:
 
 
 @settings(max_examples=200)
-@given(st.lists(st.lists(st.integers(0, 20), max_size=8), max_size=8))
+@given(st.lists(st.lists(st.integers(0, 20), max_size=20), max_size=8))
 def test_append_sorted(batches: list[list[int]]) -> None:
+    """Batches of a few items (inserted one by one) and of many (merged): the log holds
+    every item, by time, equal times in arrival order (``(time, arrival)`` order)."""
     log: list[tuple[int, int]] = []
+    appended: list[tuple[int, int]] = []
     n = 0
     for times in batches:
         batch = sorted(((t, n + i) for i, t in enumerate(times)), key=lambda e: e[0])
         n += len(times)
+        appended.extend(batch)
         if batch:
             append_sorted(log, list(batch))
-    assert log == sorted(log)  # by time, and equal times in arrival order
+    assert log == sorted(appended)
 
 
 def test_segments_after_restarts_drop_what_was_evicted() -> None:
