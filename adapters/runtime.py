@@ -28,12 +28,11 @@ class LaneState:
     none.
     """
 
-    __slots__ = ("low", "open_acc", "open_start", "retain", "w")
+    __slots__ = ("low", "open_acc", "open_start", "w")
 
     def __init__(self, w: Window) -> None:
         self.w = w
         self.low: int | float = -INF
-        self.retain: int | float = -INF  # time lanes: need(b) of the last release
         self.open_start: int | None = None
         self.open_acc: Any = None
 

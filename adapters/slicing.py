@@ -25,9 +25,10 @@ slices, and expired slices go with ``bulk_evict``. The structure's aggregation i
 aggregation over already-lifted partials (no lift); a fold of a selective aggregation is one
 of its arguments, so it stays selective.
 
-Cost per event: one ``combine`` at every slide (the per-window-assignment approach of Spark,
-Beam and Flink costs ``range / slide`` updates per event). Cost per window: O(1) structure
-operations amortized, on ``range / g`` slices instead of the window's events.
+Cost per event: one ``combine``, whatever ``range / slide`` (the per-window-assignment
+approach of Spark, Beam and Flink costs ``range / slide`` updates per event). Cost per
+window: O(1) structure operations amortized, on ``range / g`` slices instead of the window's
+events.
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def _insert_before(w: Window, starts: Sequence[int], parts: Sequence[Any], inser
             w.insert(starts[inserted], parts[inserted])
         else:
             w.bulk_insert(zip(starts[inserted:k], parts[inserted:k]))
-    return k if k > inserted else inserted
+    return k
 
 
 class TimeLane:
@@ -200,7 +201,7 @@ class TimeLane:
         if g == 1:
             # every slice [t, t + 1) with t < b is complete; equal times (peers) fold together
             times = list(map(_TIME, recs))
-            if len(set(times)) == m and self.kernels is None:
+            if len(set(times)) == m:  # (no kernels here: they need slices wider than 1)
                 return times, list(map(_LIFTED, recs))
             part = self._part
             starts: list[int] = []
@@ -270,7 +271,7 @@ class TimeLane:
                     k += 1
                 add((t + 1, order, t - r, idx, new[j:k]))
                 j = k
-        final = ls.retain = self.need(b)
+        final = self.need(b)
         w, low = ls.w, ls.low
         inserted, ns = 0, len(starts)
         if points:
@@ -311,7 +312,7 @@ class TimeLane:
                 rows.append(row)
         if inserted < ns:
             w.bulk_insert(zip(starts[inserted:], parts[inserted:]))
-        final = ls.retain = self.need(b)
+        final = self.need(b)
         if final > low:
             evict_below(w, final)
             low = final
@@ -329,10 +330,7 @@ class TimeLane:
         for (limit, _, start, idx, payload), bound in zip(points, bounds):
             inserted = _insert_before(w, starts, parts, inserted, ns, limit)
             if bound > low:
-                if bound == INF:
-                    evict_below(w, bound)
-                else:
-                    w.bulk_evict(bound - 1)
+                evict_below(w, bound)
                 low = bound
             result = w.query() if start <= low else w.query_since(start)
             if payload is None:
@@ -354,7 +352,7 @@ class TimeLane:
         return inserted, low
 
     def retention(self, ls: LaneState, rt: KeyRuntime, b: int | float) -> int | float:
-        return ls.retain  # need(b), computed by the release just before
+        return self.need(b)
 
     def restore(self, ls: LaneState, rt: KeyRuntime, released: list[Record], b: int | float,
                 key: Any, policy_lengths: Iterator[int]) -> None:
