@@ -1,22 +1,23 @@
 """Columnar intake of a whole micro-batch with NumPy: an optional accelerator of
-:meth:`adapters.WindowDriver.process_batch` for the commonest query shape.
+:meth:`adapters.WindowDriver.process_batch` (a micro-batch of many keys, as the issue-4
+benchmark and :mod:`adapters.runner` feed it; the Spark and Beam adapters hand the driver one
+key's events at a time through :meth:`~adapters.WindowDriver.process` instead) for the
+commonest query shape.
 
 What it covers: kernel mode (:mod:`adapters.kernels`: every output is ``max``, ``min``,
-``sum`` or ``mean`` of one field, every window a sliding/tumbling window) where all outputs
-read the **same field**, and a batch whose events are all ``(key, int time, {field:
-float})`` with finite floats. Anything else, and any batch with one irregular event, takes the
+``sum`` or ``mean`` of one field, or ``count`` of events, every window a sliding/tumbling
+window) where all outputs that read a field read the **same field**, and a batch whose events
+are all ``(key, int time, {field: float})`` with finite floats. Anything else, and any batch with one irregular event, takes the
 general per-key path (:class:`adapters.intake.Intake`), which also reports bad events; so
 results and errors never depend on which path ran. Without NumPy the general path always runs.
 
 Why: the general path handles one key at a time, so each of its C-level passes walks that
-key's events, spread over the whole batch in memory (a few MB for 10^4 events): measured
-here, 5 to 8 times slower per event than the same passes over objects that are next to each
-other. This intake reads each event once, in arrival order (``operator.itemgetter`` and one
+key's events, spread over the whole batch in memory (a few MB for 10^4 events). This intake reads each event once, in arrival order (``operator.itemgetter`` and one
 ``numpy.array`` per column), then groups, sorts and encodes with array operations, and hands
 each key fresh, compact Python objects:
 
 * per key, the pending-buffer records ``(time, value)`` sorted by time, ties in arrival order
-  (one stable ``numpy.lexsort`` by key and time for the whole batch);
+  (two stable ``numpy.argsort`` passes, by time then by key, for the whole batch);
 * per key, the log entry: a segment of its events in that same order (sliced from two
   ``tobytes`` of the batch), byte for byte what :func:`adapters.codec.encode_entry` writes
   for them;
@@ -88,11 +89,13 @@ class ColumnarIntake:
 
     @classmethod
     def for_intake(cls, intake: Intake) -> ColumnarIntake | None:
-        """The columnar intake of a query, or ``None`` (no NumPy, not kernel mode, several
-        fields, or records that carry event values)."""
+        """The columnar intake of a query, or ``None`` (no NumPy, not kernel mode, or
+        several fields)."""
         kernels = intake.kernels
-        if np is None or kernels is None or intake.with_values:
+        if np is None or kernels is None:
             return None
+        # kernel mode has no OVER or policy lanes, so records never carry event values
+        assert not intake.with_values
         fields = {k.field for k in kernels} - {None}
         if len(fields) != 1:
             return None

@@ -168,12 +168,11 @@ class WindowDriver:
         time_groups = self._group(time_specs, forced)
         # Kernel mode (adapters.kernels): every output has a kernel and every lane is a
         # sliced time lane, so no lane needs per-event lifted values.
-        kernels: list[Kernel] | None = [k for k in map(kernel_for, q.aggregations)
-                                        if k is not None]
-        if not (kernels is not None and len(kernels) == len(q.aggregations) and time_groups
-                and not count_specs and not policy_specs
-                and all(slice_grid([s for _, s in g])[0] > 1 for _, g in time_groups)):
-            kernels = None
+        found = [k for k in map(kernel_for, q.aggregations) if k is not None]
+        kernels: list[Kernel] | None = found if (
+            len(found) == len(q.aggregations) and time_groups
+            and not count_specs and not policy_specs
+            and all(slice_grid([s for _, s in g])[0] > 1 for _, g in time_groups)) else None
         # a row gets the lowered result as row[out] (one output) or row.update(result)
         out = q.aggregations[0].name if len(q.aggregations) == 1 else None
         for name, group in time_groups:

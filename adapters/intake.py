@@ -25,7 +25,6 @@ from adapters.runtime import TIME, Record
 from adapters.specs import AggSpec, PolicyWindow, get_field, plain_field
 from adapters.times import parse_time
 
-_INT = frozenset({int})
 _TIME = operator.itemgetter(TIME)
 
 
@@ -221,26 +220,10 @@ class Intake:
                         if not times:
                             return [], None, late
                     columns = Columns(values)
-                    kernels = self.kernels
-                    lifted: Sequence[Any] | None
-                    if kernels is None:
-                        lifted = self._lift_columns(columns)
-                    elif self.single and kernels[0].field is not None:
-                        name = kernels[0].field
-                        lifted = columns.column(name)
-                        if not kernels[0].accepts(lifted, columns.types(name)):
-                            lifted = None
-                    elif self.single:  # count of events
-                        lifted = [None] * len(values)
-                    else:
-                        lifted = self._raw_columns(columns)
+                    lifted = self._lift_columns(columns) if self.kernels is None \
+                        else self._raw_columns(columns)
                     if lifted is not None:
-                        if self.with_values:
-                            records = self._records(key, times, values, lifted)
-                        else:
-                            records = list(zip(times, lifted))
-                            if len(records) > 1:
-                                records.sort(key=_TIME)
+                        records = self._records(key, times, values, lifted)
                         data = encode_entry(times, values, columns) if encode else None
                         return records, data, late
             except Exception:
