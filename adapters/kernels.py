@@ -16,8 +16,10 @@ holds no NaN, so every lift accepts it. Columns that fail the check take the per
 which raises the exact error (the raw values are still what is stored).
 
 A kernel is used only for an output created by :func:`adapters.specs.parse_aggregation` for
-that function name, and only if a probe at construction shows that the ``swag_core``
-aggregation's lift and combine agree with it.
+that function name, and (max, min, sum, mean) only if a probe at construction shows that the
+``swag_core`` aggregation's lift and combine agree with it; ``count`` of events needs no
+probe: it is the built-in :class:`~swag_core.aggregations.Count` class itself, whose lift
+is 1 for every event and whose combine is ``+``.
 """
 
 from __future__ import annotations

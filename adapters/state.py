@@ -201,8 +201,8 @@ class TransientKeyState:
     """A :class:`KeyState` that keeps only the metadata, in memory, and no event log.
 
     For runs that never restart from state, e.g. a batch job that feeds one key's whole
-    input and then ``END_OF_INPUT`` (Spark ``applyInPandas``): the driver sees
-    ``keeps_log = False`` and skips encoding the events, about a third of its per-event work.
+    input and then ``END_OF_INPUT`` (Spark batch, ``applyInArrow``): the driver sees
+    ``keeps_log = False`` and skips encoding the events into a log.
     The driver's process-local cache then holds the only copy of the key's events, so it
     raises :class:`~adapters.errors.StateError` rather than rebuild such a key from state
     (after :meth:`~adapters.WindowDriver.drop_cache`, or with ``max_cached_keys`` exceeded).
