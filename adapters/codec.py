@@ -295,11 +295,6 @@ def _records_body(columns: Columns) -> bytes | None:
     floats = []
     others = []
     try:
-        if len(keys) == 1 and type(keys[0]) is str and columns.types(keys[0]) == _ONLY_FLOAT:
-            # the usual record: one float field
-            prefix = _header_prefix(_BODY_RECORDS, keys, "d")
-            if prefix is not None:
-                return prefix + _floats_struct(n).pack(*columns.column(keys[0]))
         for k in keys:
             if type(k) is not str:
                 return None
@@ -328,9 +323,6 @@ def _records_body(columns: Columns) -> bytes | None:
     return b"".join(parts)
 
 
-_heads: dict[int, struct.Struct] = {}
-
-
 def encode_entry(times: Sequence[int], values: Sequence[Any],
                  columns: Columns | None = None) -> bytes:
     """The data of one log entry holding the events ``zip(times, values)`` (arrival order,
@@ -340,13 +332,9 @@ def encode_entry(times: Sequence[int], values: Sequence[Any],
     n = len(values)
     if n == 1:
         return encode_value(values[0])
-    head = _heads.get(n)
-    if head is None:  # segment head and packed times: 0x03 | u32 n | 0x00 | n x i64
-        head = struct.Struct(f"<BIB{n}q")
-        if n <= 4096:
-            _heads[n] = head
-    try:
-        data = head.pack(_SEGMENT, n, _TIMES_PACKED, *times)
+    try:  # segment head and packed times: 0x03 | u32 n | 0x00 | n x i64
+        data = _SEGMENT_HEAD.pack(_SEGMENT, n) + bytes([_TIMES_PACKED]) + \
+            _int64_struct(n).pack(*times)
     except struct.error:  # beyond 64 bits
         text = _dumps(list(times)).encode("utf-8")
         data = _SEGMENT_HEAD.pack(_SEGMENT, n) + bytes([_TIMES_JSON]) + \
