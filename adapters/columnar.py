@@ -4,17 +4,19 @@ benchmark and :mod:`adapters.runner` feed it; the Spark and Beam adapters hand t
 key's events at a time through :meth:`~adapters.WindowDriver.process` instead) for the
 commonest query shape.
 
-What it covers: kernel mode (:mod:`adapters.kernels`: every output is ``max``, ``min``,
-``sum`` or ``mean`` of one field, or ``count`` of events, every window a sliding/tumbling
-window) where all outputs that read a field read the **same field**, and a batch whose events
-are all ``(key, int time, {field: float})`` with finite floats. Anything else, and any batch with one irregular event, takes the
-general per-key path (:class:`adapters.intake.Intake`), which also reports bad events; so
-results and errors never depend on which path ran. Without NumPy the general path always runs.
+What it covers: kernel mode (:mod:`adapters.kernels`: every output is ``max``, ``min``, ``sum``
+or ``mean`` of one field, or ``count`` of events, every window a sliding/tumbling window) where
+all outputs that read a field read the **same field**, and a batch whose events are all ``(key,
+int time, {field: float})`` with finite floats. Anything else, and any batch with one irregular
+event, takes the general per-key path (:class:`adapters.intake.Intake`), which also reports bad
+events; so results and errors never depend on which path ran. Without NumPy the general path
+always runs.
 
-Why: the general path handles one key at a time, so each of its C-level passes walks that
-key's events, spread over the whole batch in memory (a few MB for 10^4 events). This intake reads each event once, in arrival order (``operator.itemgetter`` and one
-``numpy.array`` per column), then groups, sorts and encodes with array operations, and hands
-each key fresh, compact Python objects:
+Why: the general path handles one key at a time, so each of its C-level passes walks that key's
+events, spread over the whole batch in memory (a few MB for 10^4 events). This intake reads
+each event once, in arrival order (``operator.itemgetter`` and one ``numpy.array`` per column),
+then groups, sorts and encodes with array operations, and hands each key fresh, compact Python
+objects:
 
 * per key, the pending-buffer records ``(time, value)`` sorted by time, ties in arrival order
   (two stable ``numpy.argsort`` passes, by time then by key, for the whole batch);
@@ -57,13 +59,15 @@ class KeyColumns:
     ``times`` / ``values``: the key's times and field values sorted by time, ties in arrival
     order (Python lists, fresh objects); ``time_bytes`` / ``value_bytes``: the same as
     little-endian int64 / float64 bytes (for the log entry). ``offset``: where the key's
-    events start in the batch's key-then-time order (to find the late events' originals).
+    events start in the batch's key-then-time order; ``batch``: the batch's original values and
+    that order (shared by the batch's keys; to find the late events' originals).
     """
 
-    __slots__ = ("offset", "time_bytes", "times", "value_bytes", "values")
+    __slots__ = ("batch", "offset", "time_bytes", "times", "value_bytes", "values")
 
-    def __init__(self, offset: int, times: list[int], values: list[float],
-                 time_bytes: bytes, value_bytes: bytes) -> None:
+    def __init__(self, batch: tuple[Sequence[Any], Any], offset: int, times: list[int],
+                 values: list[float], time_bytes: bytes, value_bytes: bytes) -> None:
+        self.batch = batch
         self.offset = offset
         self.times = times
         self.values = values
@@ -83,9 +87,6 @@ class ColumnarIntake:
         #: per output: reads the field (else a field-less count, whose raw value is None);
         #: records hold the raw value (one output) or a tuple of one per output
         self._reads_field = reads_field
-        # the last split batch: its original values and its key-then-time order
-        self._values: Sequence[Any] = ()
-        self._by_time: Any = None
 
     @classmethod
     def for_intake(cls, intake: Intake) -> ColumnarIntake | None:
@@ -155,12 +156,11 @@ class ColumnarIntake:
         sorted_values = x.tolist()
         time_bytes = t.astype("<i8", copy=False).tobytes()
         value_bytes = x.astype("<f8", copy=False).tobytes()
-        self._values = values
-        self._by_time = by_time
+        batch = (values, by_time)
         out = []
         for code, key in enumerate(first_seen):
             a, b = bounds[code], bounds[code + 1]
-            out.append((key, KeyColumns(a, sorted_times[a:b], sorted_values[a:b],
+            out.append((key, KeyColumns(batch, a, sorted_times[a:b], sorted_values[a:b],
                                         time_bytes[8 * a:8 * b], value_bytes[8 * a:8 * b])))
         return out
 
@@ -174,8 +174,8 @@ class ColumnarIntake:
         if times[0] < boundary:
             cut = bisect_left(times, boundary)
             at = cols.offset
-            originals = self._values
-            positions = self._by_time[at:at + cut].tolist()  # in the batch: arrival order
+            originals, by_time = cols.batch
+            positions = by_time[at:at + cut].tolist()  # in the batch: arrival order
             late = [LateEvent(key, t, originals[i])
                     for i, t in sorted(zip(positions, times[:cut]))]
             if cut == len(times):

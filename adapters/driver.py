@@ -274,10 +274,10 @@ class WindowDriver:
         if type(events) is not list and type(events) is not tuple:
             events = list(events)
         out = Output()
+        if watermark is not None and type(watermark) is not int:
+            watermark = parse_watermark(watermark)  # once, not per key
         split = self._columnar.split(events) if self._columnar is not None else None
         if split is not None:
-            if watermark is not None and type(watermark) is not int:
-                watermark = parse_watermark(watermark)
             prepared_columns = [self._prepare_columns(key, cols, backend.key_state(key),
                                                       watermark) for key, cols in split]
             for p in prepared_columns:
@@ -306,10 +306,8 @@ class WindowDriver:
         """:meth:`advance_watermark` for several keys."""
         backend = backend if backend is not None else self.backend
         out = Output()
-        w: Any = None
+        w = parse_watermark(watermark)
         for key in keys:
-            if w is None:
-                w = parse_watermark(watermark)
             self._apply(self._prepare(key, [], [], backend.key_state(key), w), out)
         return out
 
@@ -568,18 +566,15 @@ class WindowDriver:
                 raise StateError(f"key {key!r}: corrupt event entry at time {time}: "
                                  f"{exc}") from None
         events.sort(key=lambda e: (e[0], e[1]))
-        with_values = intake.with_values
-        for time, _, value in events:
+        if events:  # the records a live run made of them (none is late: boundary -inf)
             try:
-                lifted = intake.lift(key, time, value)
-                if intake.kernels is not None:
-                    lifted = intake.raw(value)
-                rec = (time, lifted, value, intake.policy_lifts(key, time, value)) \
-                    if with_values else (time, lifted)
+                records = intake.accept(key, [e[0] for e in events], [e[2] for e in events],
+                                        -INF, encode=False)[0]
             except BadEventError as exc:
                 raise StateError(f"key {key!r}: a stored event can no longer be aggregated "
                                  f"by this query: {exc}") from None
-            (released if time < b else pending).append(rec)
+            i = bisect_left(records, b, key=_TIME)
+            released, pending = list(records[:i]), list(records[i:])
         if len(released) > rt.released:
             raise StateError(f"key {key!r}: the state holds {len(released)} released events "
                              f"but its metadata counts {rt.released}")
