@@ -28,7 +28,7 @@ class Micros:
     (1500, 1500), (2.0, 2), (dt.timedelta(hours=1, milliseconds=5), 3_600_005),
     (Micros(90_000_000), 90_000), ("1 hour", 3_600_000), ("90 s", 90_000),
     ("1 hour 30 minutes", 5_400_000), ("interval 2 days", 172_800_000), ("10s", 10_000),
-    ("0.5 s", 500), (" 3 MS ", 3),
+    ("0.5 s", 500), (" 3 MS ", 3), ("250ms", 250), ("interval 10 seconds", 10_000),
     # decimals summed exactly (a float sum refused these as fractions of a millisecond)
     ("1.1 h", 3_960_000), ("1.001 s", 1_001), ("4.1 min", 246_000),
 ])
@@ -38,6 +38,7 @@ def test_durations(value: object, ms: int) -> None:
 
 @pytest.mark.parametrize(("value", "error", "message"), [
     (True, TypeError, "range: expected integer milliseconds"),
+    (None, TypeError, "range: expected integer milliseconds"),
     (object(), TypeError, "range: expected"),
     (1.5, ValueError, "not a whole number of milliseconds"),
     (dt.timedelta(microseconds=1500), ValueError, "not a whole number"),
@@ -45,6 +46,7 @@ def test_durations(value: object, ms: int) -> None:
     ("1 fortnight", ValueError, "unknown unit 'fortnight'"),
     ("soon", ValueError, "range: expected"),
     ("0.0001 s", ValueError, "not a whole number"),
+    ("0.5 ms", ValueError, "not a whole number"),
     ("1.0000000000000001 h", ValueError, "not a whole number"),  # a float sum rounds it away
 ])
 def test_bad_durations_name_the_parameter(value: object, error: type, message: str) -> None:

@@ -1,29 +1,27 @@
-"""The conformance corpus through Spark: a batch engine and a streaming engine for
-``tests/conformance/runner.py`` (``engine(scenario) -> {"rows": [...], "late": {...}}``).
+"""The conformance corpus through Spark batch: an engine for ``tests/conformance/runner.py``
+(``engine(scenario) -> {"rows": [...], "late": {...}}``).
 
-Both build a DataFrame from the scenario's events (``frames.py``) and call
+It builds a DataFrame from the scenario's events (``frames.py``) and calls
 :func:`spark_adapter.sliding_aggregate` with the scenario's windows and aggregations, with
-``late_rows="include"`` so that one query gives the rows and the late events.
-
-Batch (``groupBy().applyInPandas``): everything is released at end of input, so it runs only
-the scenarios whose expected result does not depend on the watermark steps
+``late_rows="include"`` so that one query gives the rows and the late events. The adapter
+runs it with ``groupBy().applyInArrow``, pre-sliced (the default ``presliced=None``: auto)
+when the query is eligible. Everything is released at end of input, so it runs only the
+scenarios whose expected result does not depend on the watermark steps
 (:func:`batch_eligible`); arrival order comes from an ``order_by`` column.
 
-Streaming (``transformWithStateInPandas``): :func:`streaming_engine` and
-:func:`streaming_run` run one scenario as one streaming query; ``streaming.py`` explains how
-steps become micro-batches and watermark marker rows, and how the test suite runs the whole
-corpus several scenarios per query.
+Streaming (``transformWithStateInPandas``) is in ``streaming.py``: :func:`streaming_run`
+runs one scenario as one streaming query, :func:`run_corpus` the whole corpus several
+scenarios per query.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import SparkSession
-
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
 from tests.spark.frames import (
+    active_session,
     aggregate,
     events_of,
     field_types,
@@ -35,17 +33,8 @@ from tests.spark.frames import (
     time_is_int,
     to_result,
 )
-from tests.spark.streaming import streaming_engine, streaming_run
 
-__all__ = ["batch_eligible", "batch_engine", "session", "streaming_engine", "streaming_run"]
-
-
-def session() -> SparkSession:
-    """The active SparkSession (the tests' conftest starts one)."""
-    spark = SparkSession.getActiveSession()
-    if spark is None:
-        raise RuntimeError("no active SparkSession (the tests' conftest starts one)")
-    return spark
+__all__ = ["batch_eligible", "batch_engine"]
 
 
 def batch_eligible(scenario: dict[str, Any]) -> bool:
@@ -60,8 +49,8 @@ def batch_eligible(scenario: dict[str, Any]) -> bool:
 
 
 def batch_engine(scenario: dict[str, Any]) -> dict[str, Any]:
-    """Run a scenario as one batch DataFrame (``applyInPandas``)."""
-    spark = session()
+    """Run a scenario as one batch DataFrame (``applyInArrow``, pre-sliced when eligible)."""
+    spark = active_session()
     events = events_of(scenario)
     fields = field_types(events, scenario)
     int_time = time_is_int(events)

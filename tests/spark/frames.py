@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_adapter import sliding_aggregate
@@ -22,6 +22,14 @@ Event = tuple[int, Any, Any, dict[str, Any]]
 #: Times are shifted to about this much (2**40 ms, year 2004), far from 0 and from
 #: the end-of-input watermark.
 SHIFT_BASE = 1 << 40
+
+
+def active_session() -> SparkSession:
+    """The active SparkSession (the tests' conftest starts one)."""
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        raise RuntimeError("no active SparkSession (the tests' conftest starts one)")
+    return spark
 
 
 # ----------------------------------------------------------------------------- data

@@ -61,6 +61,7 @@ from pyspark.sql import functions as F
 from tests.spark.frames import (
     SHIFT_BASE,
     Event,
+    active_session,
     aggregate,
     alignment,
     events_of,
@@ -466,9 +467,7 @@ def streaming_run(scenario: dict[str, Any], *, restart_after: int | None = None,
                   progress: list[Any] | None = None) -> dict[str, Any]:
     """One expanded scenario as its own streaming query (see :func:`run_group` for the
     options); raises the query's error."""
-    spark = SparkSession.getActiveSession()
-    if spark is None:
-        raise RuntimeError("no active SparkSession (the tests' conftest starts one)")
+    spark = active_session()
     (group,) = plan_groups([scenario])
     run = run_group(spark, group, restart_after=restart_after, workdir=workdir,
                     progress=progress)
@@ -476,7 +475,3 @@ def streaming_run(scenario: dict[str, Any], *, restart_after: int | None = None,
     assert result is not None
     return result
 
-
-def streaming_engine(scenario: dict[str, Any]) -> dict[str, Any]:
-    """The runner's engine: one scenario, one streaming query."""
-    return streaming_run(scenario)

@@ -14,7 +14,6 @@ from adapters import StateError
 from spark_adapter import (
     SparkConfigError,
     SparkTypeError,
-    duration_ms,
     over,
     sliding,
     sliding_aggregate,
@@ -25,7 +24,7 @@ from spark_adapter._types import json_fixer
 from tests.conformance import corpus
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
-from tests.spark.engine import streaming_run
+from tests.spark.streaming import streaming_run
 
 
 # ----------------------------------------------------------------------------- restart
@@ -280,23 +279,6 @@ def test_streaming_needs_the_rocksdb_state_store(spark, tmp_path):
 
 
 # ----------------------------------------------------------------------------- helpers
-def test_duration_ms():
-    assert duration_ms("1 hour", "x") == 3_600_000
-    assert duration_ms("5 minutes", "x") == 300_000
-    assert duration_ms("1 hour 30 minutes", "x") == 5_400_000
-    assert duration_ms("interval 10 seconds", "x") == 10_000
-    assert duration_ms("250ms", "x") == 250
-    assert duration_ms("1.5 s", "x") == 1500
-    assert duration_ms(datetime.timedelta(minutes=2), "x") == 120_000
-    assert duration_ms(42, "x") == 42
-    for bad in ("soon", "1 fortnight", "0.5 ms", datetime.timedelta(microseconds=5)):
-        with pytest.raises(ValueError, match="range"):
-            duration_ms(bad, "range")
-    for bad in (True, None):
-        with pytest.raises(TypeError, match="range"):
-            duration_ms(bad, "range")
-
-
 def test_json_fixer_restores_non_finite_floats():
     schema = StructType.fromJson({"type": "struct", "fields": [
         {"name": "x", "type": "double", "nullable": True, "metadata": {}},

@@ -73,18 +73,6 @@ def test_plan_runs_every_scenario_once_and_errors_alone():
     assert len(groups) <= len(ALL) // 2  # the point of grouping
 
 
-def test_every_member_sees_its_own_watermarks():
-    """Spark's watermark is global to a query: in every micro-batch each member, shifted
-    back, must see exactly its own scenario's watermark, and "end" must release all."""
-    for g in plan_groups(_expanded(ALL)):
-        check_group(g)
-        for m in g.members:
-            own = [w for _, w in step_batches(m.scenario)]
-            seen = [None if w is None else "end" if w == END_WATERMARK else w - m.shift
-                    for w in g.watermarks]
-            assert seen == own, m.name
-
-
 def test_check_group_refuses_a_member_off_the_schedule():
     group = next(g for g in plan_groups(_expanded(ALL))
                  if len(g.members) > 1 and any(isinstance(w, int) and w != END_WATERMARK
