@@ -55,17 +55,17 @@ from adapters.runtime import INF, TIME, KeyRuntime, LaneState, Record
 from adapters.selection import capability_problem, choose_algorithm
 from adapters.slicing import TimeLane, end_after, slice_grid
 from adapters.specs import (
-    AggSpec,
     CountWindow,
     OverWindow,
     PolicyWindow,
     Query,
     SlidingWindow,
+    lifted_aggregation,
     parse_query,
 )
 from adapters.state import KeyState, MemoryStateBackend, StateBackend
 from adapters.times import END_OF_INPUT, parse_time, parse_watermark
-from swag_core import Aggregation, make_window, product
+from swag_core import make_window
 
 _nonce = random.Random()
 _COMPACT_MIN = 4096
@@ -157,7 +157,7 @@ class WindowDriver:
         self._max_cached = max_cached_keys
         self._cache: dict[Any, KeyRuntime] = OrderedDict() if max_cached_keys else {}
         self._agg_specs = q.aggregations
-        self._core = _core_aggregation(q.aggregations)
+        self._core = lifted_aggregation(q.aggregations)
         self._finish = self._core.lower_fn
         forced = algorithm if algorithm is not None else q.algorithm
         self._lanes: list[_Lane] = []
@@ -588,22 +588,6 @@ class WindowDriver:
             lane.restore(ls, rt, released, b, key, policy_lengths)
         rt.meta_bytes = meta_bytes
         return rt
-
-
-def _core_aggregation(specs: tuple[AggSpec, ...]) -> Aggregation:
-    """The aggregation every structure maintains: all outputs as one product, over values
-    that are already lifted (no lift). ``lower`` gives the single output's result, or
-    ``{output name: result}`` for several."""
-    if len(specs) == 1:
-        agg = specs[0].aggregation
-        return Aggregation(
-            combine=agg.combine, identity=agg.identity, lower=agg.lower,
-            subtract=agg.subtract, commutative=agg.commutative, selective=agg.selective,
-            name=agg.name)
-    prod = product({s.name: s.aggregation for s in specs})
-    return Aggregation(
-        combine=prod.combine, identity=prod.identity, lower=prod.lower,
-        subtract=prod.subtract, commutative=prod.commutative, name=prod.name)
 
 
 __all__ = ["END_OF_INPUT", "KeyInfo", "LateEvent", "Output", "WindowDriver", "parse_time",

@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 from adapters.errors import QuerySpecError
-from swag_core import Aggregation
+from swag_core import Aggregation, product
 from swag_core.aggregations import (
     ArgMax,
     ArgMin,
@@ -614,3 +614,19 @@ def parse_query(spec: Any) -> Query:
         raise QuerySpecError("aggregations", "must be an object {output name: spec}")
     return Query.build(spec["windows"], spec["aggregations"],
                        spec.get("allowed_lateness", 0), spec.get("algorithm"))
+
+
+def lifted_aggregation(specs: tuple[AggSpec, ...]) -> Aggregation:
+    """The aggregation the driver's structures maintain: all outputs as one product, over
+    values that are already lifted (no lift). ``lower`` gives the single output's result, or
+    ``{output name: result}`` for several."""
+    if len(specs) == 1:
+        agg = specs[0].aggregation
+        return Aggregation(
+            combine=agg.combine, identity=agg.identity, lower=agg.lower,
+            subtract=agg.subtract, commutative=agg.commutative, selective=agg.selective,
+            name=agg.name)
+    prod = product({s.name: s.aggregation for s in specs})
+    return Aggregation(
+        combine=prod.combine, identity=prod.identity, lower=prod.lower,
+        subtract=prod.subtract, commutative=prod.commutative, name=prod.name)

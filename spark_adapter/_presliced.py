@@ -8,11 +8,14 @@ aggregation's per-slice partial is one Spark computes exactly, the batch plan be
     groupBy(keys..., slice start).agg(partials)  ->  groupBy(keys).applyInArrow(driver)
 
 so Spark's map-side combine does the per-slice partial aggregation where the data already
-is, and the Python side gets one row per non-empty slice instead of one per event. The driver
-then runs a rewritten query over those rows (count -> sum of slice counts, max -> max of
-slice maxima, sum -> sum of slice sums, mean -> ``(sum, count)`` pairs lowered as
-``sum / count``); a slice row's time is the slice's start, so a window holds a slice row iff
-it holds an event of that slice: the same windows are emitted, with the same bounds.
+is, and the Python side gets one row per non-empty slice instead of one per event. The
+engine-free part, :mod:`adapters.slice_partials`, names the partials
+(:func:`~adapters.slice_partials.partial_field`) and rewrites the query the driver runs over
+those rows (:func:`~adapters.slice_partials.sliced_query`: count -> sum of slice counts, max
+-> max of slice maxima, sum -> sum of slice sums, mean -> ``(sum, count)`` pairs); a slice
+row's time is the slice's start, so a window holds a slice row iff it holds an event of that
+slice: the same windows are emitted, with the same bounds. This module keeps the Spark plan,
+the column type checks and the NaN / signed-zero / null handling.
 
 Why the values are identical to the event path (``swag_core``'s kernels over raw values):
 
@@ -43,12 +46,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, LongType
 
 from adapters import BadEventError, Query
-from adapters.kernels import kernel_for
+from adapters.slice_partials import partial_field, sliced_query
 from adapters.slicing import slice_grid
 from adapters.specs import AggSpec, SlidingWindow
 from adapters.times import parse_time
-from swag_core import Aggregation
-from swag_core.aggregations import Mean
 
 from ._runtime import ORDER_IN, TIME_IN
 from ._types import FLOATING, INTEGRAL
@@ -59,12 +60,6 @@ COUNT = "swag_n"
 NON_NULL, MAX, MIN, SUM, SUM_HI, SUM_LO, ZERO = ("swag_c", "swag_x", "swag_m", "swag_s",
                                                  "swag_h", "swag_l", "swag_z")
 _LOW_MASK = 0xFFFFFFFF
-
-_mean = Mean()
-#: ``mean`` over ``(sum, count)`` pairs of slices: Mean's own combine and lower, no lift.
-MEAN_OF_SLICES = Aggregation(combine=_mean.combine, identity=_mean.identity,
-                             lower=_mean.lower, subtract=_mean.subtract, commutative=True,
-                             name="mean")
 
 
 @dataclass(frozen=True)
@@ -134,7 +129,7 @@ class SlicePlan:
         starts, counts = cols[TIME_IN], cols[COUNT]
         if None in starts:
             parse_time(None, key, time_field)  # raises the event path's error
-        values: list[dict[str, Any]] = [{"#n": n} for n in counts]
+        values: list[dict[str, Any]] = [{partial_field("count", None): n} for n in counts]
         for i, f in enumerate(self.fields):
             for s, n, nn in zip(starts, counts, cols[f"{NON_NULL}{i}"]):
                 if nn < n:
@@ -149,17 +144,19 @@ class SlicePlan:
                     extremes = cols[f"{MAX if what == 'max' else MIN}{i}"]
                     if zeros is not None:  # the oldest zero's sign (see the module docstring)
                         extremes = [z if x == 0 else x for x, z in zip(extremes, zeros)]
+                    name = partial_field(what, f.name)
                     for value, x in zip(values, extremes):
-                        value[f"{what}:{f.name}"] = x
+                        value[name] = x
             if "sum" in f.needs:
                 if f.wide:
                     sums = [None if h is None else (h << 32) + lo
                             for h, lo in zip(cols[f"{SUM_HI}{i}"], cols[f"{SUM_LO}{i}"])]
                 else:
                     sums = cols[f"{SUM}{i}"]
+                total, mean = partial_field("sum", f.name), partial_field("mean", f.name)
                 for value, s, n in zip(values, sums, counts):
-                    value[f"sum:{f.name}"] = s
-                    value[f"mean:{f.name}"] = (s, n)
+                    value[total] = s
+                    value[mean] = (s, n)
         return list(zip(starts, values))
 
     def _bad(self, key: Any, start: int, f: SliceField, x: Any) -> None:
@@ -168,16 +165,6 @@ class SlicePlan:
             f"key {key!r}, an event in [{start}, {start + self.width}): field {f.name!r} = "
             f"{x!r} cannot be aggregated by output {f.output!r} ({f.fn}): {f.fn} cannot "
             f"aggregate {what}", key=key, field=f.name, time=start)
-
-
-def _rewritten(spec: AggSpec) -> Any:
-    """The driver's aggregation over slice rows for one output (see :meth:`SlicePlan.events`
-    for the fields)."""
-    if spec.fn == "count":
-        return {"fn": "sum", "field": "#n"}
-    if spec.fn == "mean":
-        return (f"mean:{spec.field}", MEAN_OF_SLICES)
-    return {"fn": spec.fn, "field": f"{spec.fn}:{spec.field}"}
 
 
 def slice_plan(query: Query, value_types: Mapping[str, DataType],
@@ -193,21 +180,18 @@ def slice_plan(query: Query, value_types: Mapping[str, DataType],
     if key_types is not None and any(isinstance(t, FLOATING) for t in key_types):
         return ("a key column is floating (Spark's aggregate would turn a -0.0 key into 0.0 "
                 "and merge NaN keys)")
-    sliding = [w for w in query.windows if isinstance(w, SlidingWindow)]
-    if len(sliding) < len(query.windows):
-        return "a window spec is not sliding or tumbling"
-    width, base = slice_grid(sliding)
-    if width <= 1:
-        return "the slice width (gcd of ranges, slides and offsets) is 1 ms"
+    rewritten = sliced_query(query)
+    if isinstance(rewritten, str):
+        return rewritten
+    # every window is sliding (sliced_query checked), so the grid is defined
+    width, base = slice_grid([w for w in query.windows if isinstance(w, SlidingWindow)])
     needs: dict[str, set[str]] = {}
     first: dict[str, AggSpec] = {}
-    for a in query.aggregations:
-        if a.fn not in ("count", "max", "min", "sum", "mean") or kernel_for(a) is None:
-            return f"aggregation {a.name!r} is not count, max, min, sum or mean of a field"
+    for a in query.aggregations:  # count, max, min, sum, mean (sliced_query checked)
         if a.fn == "count":
             continue
         field = a.field
-        assert field is not None
+        assert field is not None and a.fn is not None
         dt = value_types.get(field)
         if field not in transport or not isinstance(dt, (*INTEGRAL, *FLOATING)):
             return f"aggregation {a.name!r}: field {field!r} is not numeric"
@@ -222,9 +206,6 @@ def slice_plan(query: Query, value_types: Mapping[str, DataType],
                    wide=isinstance(value_types[n], LongType), output=first[n].name,
                    fn=first[n].fn or "")
         for n in sorted(needs))
-    rewritten = Query.build(list(query.windows),
-                            {a.name: _rewritten(a) for a in query.aggregations},
-                            query.allowed_lateness, query.algorithm)
     return SlicePlan(width=width, base=base, fields=fields, query=rewritten)
 
 

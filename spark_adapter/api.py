@@ -175,13 +175,13 @@ def _output_columns(wide: DataFrame, plan: Plan, columns: Mapping[str, DataType]
     return parsed, key_cols, value_cols, agg_cols
 
 
-def _slices(df: DataFrame, presliced: bool | None, query: Query,
+def _slices(presliced: bool | None, query: Query,
             value_types: Mapping[str, DataType], typed: Typed | None,
             time_is_string: bool) -> SlicePlan | None:
     """The pre-slicing plan of the call (``None``: one row per event), per ``presliced``."""
     if presliced is False:
         return None
-    if df.isStreaming or typed is None:
+    if typed is None:  # streaming: typed columns (and so pre-slicing) are batch only
         if presliced:
             raise ValueError("presliced=True: pre-slicing is for batch DataFrames only")
         return None
@@ -276,9 +276,9 @@ def sliding_aggregate(
             stream slicing) before the driver combines slices into windows, with identical
             results (``docs/spark.md``, "Pre-slicing"). ``None`` (default): whenever the query
             allows it (sliding/tumbling windows with slices wider than 1 ms; count, max, min,
-            sum, mean, with sum/mean of integral columns only; epoch-ms or timestamp time);
-            ``True``: required (``ValueError`` saying why it cannot); ``False``: never (one
-            row per event into Python).
+            sum, mean, with sum/mean of integral columns only; epoch-ms or timestamp time; no
+            float/double key column); ``True``: required (``ValueError`` saying why it
+            cannot); ``False``: never (one row per event into Python).
 
     Returns:
         One window spec: for sliding, tumbling, count and policy windows the columns
@@ -367,7 +367,7 @@ def sliding_aggregate(
                              f"the same name; rename it")
 
     time_col, time_is_string = _time_ms(F.col(time), time_type, time)
-    slices = _slices(df, presliced, query, value_types, typed, time_is_string)
+    slices = _slices(presliced, query, value_types, typed, time_is_string)
     plan = Plan(query=query, key_names=key_names,
                 time_name=time, time_is_string=time_is_string,
                 value_fixer=T.json_fixer(value_json), agg_encoders=encoders,

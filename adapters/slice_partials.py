@@ -1,0 +1,81 @@
+"""A batch query rewritten to run over per-slice partial aggregates (engine-free).
+
+General stream slicing (Traub et al., "Efficient Window Aggregation with General Stream
+Slicing", EDBT 2019; :mod:`adapters.slicing`) cuts time into slices of width
+``g = gcd(ranges, slides, offset differences)`` (:func:`adapters.slicing.slice_grid`); every
+sliding or tumbling window is a union of whole slices. So an engine may aggregate each
+``(key, slice)`` once and hand the driver one event per non-empty ``(key, slice)``, at the
+slice's start, whose value holds the partials named by :func:`partial_field`:
+
+* ``partial_field("count", None)``: the slice's event count (``count(*)``);
+* ``partial_field("max" | "min" | "sum", field)``: the slice's max, min or sum of ``field``;
+* ``partial_field("mean", field)``: the pair ``(sum of field, event count)``.
+
+The driver runs :func:`sliced_query` over those events (count -> sum of slice counts, max ->
+max of slice maxima, sum -> sum of slice sums, mean -> ``(sum, count)`` pairs lowered as
+``sum / count``). A window holds a slice's start iff it holds the slice's events, so in
+batch mode (every event, then ``END_OF_INPUT``) the same windows are emitted with the same
+bounds and, given exact partials, the same values as the query over the raw events.
+
+Whether the engine's partials are exact for a column type (e.g. a floating sum is not) is
+the engine's check (``spark_adapter._presliced``); this module checks windows and
+aggregations only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.kernels import kernel_for
+from adapters.slicing import slice_grid
+from adapters.specs import AggSpec, Query, SlidingWindow, lifted_aggregation
+
+#: the partial holding a slice's event count
+COUNT_FIELD = "#n"
+#: the aggregation fns with a per-slice partial
+SLICEABLE_FNS = ("count", "max", "min", "sum", "mean")
+
+
+def partial_field(fn: str, field: str | None) -> str:
+    """The name of the partial of ``fn`` over ``field`` in a slice event's value (the one
+    place these names are made: engines build slice events with it, :func:`sliced_query`
+    reads them with it). ``count`` (no field) is the slice's event count."""
+    if fn == "count" and field is None:
+        return COUNT_FIELD
+    if fn not in SLICEABLE_FNS[1:] or field is None:
+        raise ValueError(f"no slice partial for fn {fn!r} of field {field!r} (partials: "
+                         f"count of events, and max, min, sum or mean of a field)")
+    return f"{fn}:{field}"
+
+
+def _over_partials(spec: AggSpec) -> Any:
+    """The aggregation spec combining the slice partials of one output (same output name)."""
+    if spec.fn == "count":
+        return {"fn": "sum", "field": partial_field("count", None)}
+    field = partial_field(spec.fn or "", spec.field)
+    if spec.fn == "mean":
+        # Mean's own combine and lower over the (sum, count) partials, without its lift
+        # (the partials are already lifted).
+        return (field, lifted_aggregation((spec,)))
+    return {"fn": spec.fn, "field": field}
+
+
+def sliced_query(query: Query) -> Query | str:
+    """The query the driver runs over slice events (same windows, lateness, algorithm and
+    output names), or why ``query``'s windows or aggregations cannot run over slice
+    partials (see the module docstring)."""
+    sliding = [w for w in query.windows if isinstance(w, SlidingWindow)]
+    if len(sliding) < len(query.windows):
+        return "a window spec is not sliding or tumbling"
+    if slice_grid(sliding)[0] <= 1:
+        return "the slice width (gcd of ranges, slides and offsets) is 1 ms"
+    for a in query.aggregations:
+        # kernel_for: count of events, or a plain field's stock max/min/sum/mean
+        if a.fn not in SLICEABLE_FNS or kernel_for(a) is None:
+            return f"aggregation {a.name!r} is not count, max, min, sum or mean of a field"
+    return Query.build(list(query.windows),
+                       {a.name: _over_partials(a) for a in query.aggregations},
+                       query.allowed_lateness, query.algorithm)
+
+
+__all__ = ["COUNT_FIELD", "SLICEABLE_FNS", "partial_field", "sliced_query"]
