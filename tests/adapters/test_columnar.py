@@ -133,7 +133,8 @@ def test_a_malformed_event_is_refused_as_on_the_general_path(bad: Any, position:
             driver.process_batch(events, backend)
         errors.append((type(caught.value), str(caught.value)))
         touched = backend.keys()  # states may exist, but nothing was written
-        assert all(backend.key_state(k).get_meta() is None for k in touched)
+        assert all(backend.key_state(k).get_meta() is None and len(backend.key_state(k)) == 0
+                   for k in touched)
     assert errors[0] == errors[1]
 
 
