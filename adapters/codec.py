@@ -407,6 +407,9 @@ def _decode_segment(data: bytes) -> tuple[list[int], list[Any]]:
                 columns.append(col)
         if next(others, None) is not None:
             raise CodecError("corrupt segment: extra JSON columns")
+        if "j" not in fmt and len(data) != at:  # JSON columns end the entry themselves
+            raise CodecError(f"corrupt segment: {len(data) - at} bytes after the float "
+                             f"columns")
         values = [dict(zip(keys, row)) for row in zip(*columns)]
     else:
         raise CodecError(f"corrupt segment: body kind {body}")

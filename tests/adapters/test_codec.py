@@ -145,6 +145,9 @@ def test_unstorable_value_in_a_segment() -> None:
     b"\x03\x02\x00\x00\x00\x00" + struct.pack("<2q", 1, 2) + b"\x00[1]",
     b"\x03\x01\x00\x00\x00\x00" + struct.pack("<q", 1) + b"\x01\x05\x00[\"d\"]",
     b"\x01\x03\x00[1]", b"\x02\x00",
+    # trailing bytes after a float body / after float-only record columns
+    encode_entry([1, 2], [1.5, 2.5]) + b"\x00",
+    encode_entry([1, 2], [{"v": 1.5}, {"v": 2.5}]) + b"\x00",
 ])
 def test_corrupt_entries_raise_codec_error(data: bytes) -> None:
     with pytest.raises(CodecError):
