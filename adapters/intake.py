@@ -211,21 +211,23 @@ class Intake:
                 types = list(map(type, times))
                 if types.count(int) == len(types):
                     late: Sequence[LateEvent] = ()
+                    on_time, on_values = times, values
                     if min(times) < boundary:  # late events: set aside, not validated
                         keep = [t >= boundary for t in times]
                         late = [LateEvent(key, t, v)
                                 for t, v, k in zip(times, values, keep) if not k]
-                        times = list(compress(times, keep))
-                        values = list(compress(values, keep))
-                        if not times:
+                        on_time = list(compress(times, keep))
+                        on_values = list(compress(values, keep))
+                        if not on_time:
                             return [], None, late
-                    columns = Columns(values)
+                    columns = Columns(on_values)
                     lifted = self._lift_columns(columns) if self.kernels is None \
                         else self._raw_columns(columns)
                     if lifted is not None:
-                        records = self._records(key, times, values, lifted)
-                        data = encode_entry(times, values, columns) if encode else None
+                        records = self._records(key, on_time, on_values, lifted)
+                        data = encode_entry(on_time, on_values, columns) if encode else None
                         return records, data, late
+                    # else: the per-event path below, on all the events (late ones included)
             except Exception:
                 pass  # the per-event path below reports it exactly
         return self._accept_each(key, times, values, boundary, encode)
