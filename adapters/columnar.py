@@ -34,7 +34,7 @@ from __future__ import annotations
 import operator
 from bisect import bisect_left
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from adapters.codec import encode_entry, encode_float_record_segment
 from adapters.intake import Accepted, Intake
@@ -53,14 +53,28 @@ _CHUNK = 1024
 _KEY, _TIME, _VALUE = (operator.itemgetter(i) for i in range(3))
 
 
+class BatchColumns(NamedTuple):
+    """A validated batch as columns, in arrival order (:meth:`ColumnarIntake.read`)."""
+
+    #: the distinct keys, in order of first appearance
+    keys: list[Any]
+    #: per event: the index of its key in ``keys`` (a NumPy integer array)
+    codes: Any
+    #: per event: its time (int64) and field value (float64)
+    times: Any
+    values: Any
+    #: the batch itself (event ``i`` is ``events[i]``; its value ``events[i][2]``)
+    events: Sequence[Any]
+
+
 class KeyColumns:
     """One key's events of a batch, as slices of the batch-wide columns.
 
     ``times`` / ``values``: the key's times and field values sorted by time, ties in arrival
     order (Python lists, fresh objects); ``time_bytes`` / ``value_bytes``: the same as
     little-endian int64 / float64 bytes (for the log entry). ``offset``: where the key's
-    events start in the batch's key-then-time order; ``batch``: the batch's original values and
-    that order (shared by the batch's keys; to find the late events' originals).
+    events start in the batch's key-then-time order; ``batch``: the batch's events and that
+    order (shared by the batch's keys; to find the late events' original values).
     """
 
     __slots__ = ("batch", "offset", "time_bytes", "times", "value_bytes", "values")
@@ -73,6 +87,29 @@ class KeyColumns:
         self.values = values
         self.time_bytes = time_bytes
         self.value_bytes = value_bytes
+
+
+def key_time_order(codes: Any, times: Any) -> Any:
+    """The stable order of events by (key code, time), ties in their given (arrival) order;
+    ``codes`` are non-negative integers.
+
+    Two stable sorts, cheaper than ``numpy.lexsort``: by code (NumPy radix-sorts 16-bit
+    integers), then by the combined int64 key ``code * span + time``, which the first sort
+    leaves nearly sorted when each key's times are (mildly out-of-order streams), so NumPy's
+    stable sort (timsort) takes about one pass; by time, then code, where the combined key
+    could overflow."""
+    if not len(codes):
+        return np.zeros(0, np.intp)
+    top = int(codes.max()) + 1
+    small = codes.astype(np.int16) if top <= 2**15 else codes
+    lo = int(times.min())
+    span = int(times.max()) - lo + 1
+    if span * top < 2**62:
+        by_code = np.argsort(small, kind="stable")
+        combined = codes[by_code].astype(np.int64) * span + (times[by_code] - lo)
+        return by_code[np.argsort(combined, kind="stable")]
+    by_time = np.argsort(times, kind="stable")
+    return by_time[np.argsort(small[by_time], kind="stable")]
 
 
 class ColumnarIntake:
@@ -106,14 +143,13 @@ class ColumnarIntake:
             return None  # not storable as a packed header key
         return cls(field, [k.field is not None for k in kernels])
 
-    def split(self, events: Sequence[Any]) -> list[tuple[Any, KeyColumns]] | None:
-        """``(key, columns)`` per key in order of first appearance, or ``None`` if the batch
-        is small or irregular (then the general path must run: it validates every event)."""
+    def read(self, events: Sequence[Any]) -> BatchColumns | None:
+        """The batch as columns in arrival order, or ``None`` if it is small or irregular
+        (then the general path must run: it validates every event)."""
         n = len(events)
         if n < MIN_BATCH:
             return None
         keys: list[Any] = []
-        values: list[Any] = []
         time_parts = []
         value_parts = []
         get_field = self._get_field
@@ -135,20 +171,25 @@ class ColumnarIntake:
                 time_parts.append(np.array(ts, dtype=np.int64))  # OverflowError: > 64 bits
                 value_parts.append(np.array(xs, dtype=np.float64))
                 keys.extend(ks)
-                values.extend(vs)
             first_seen = list(dict.fromkeys(keys))  # TypeError: an unhashable key
         except (TypeError, ValueError, KeyError, OverflowError):
             return None
-        t = np.concatenate(time_parts)
         x = np.concatenate(value_parts)
         if not np.isfinite(x).all():
             return None  # NaN / inf: the general path decides (lifts may refuse them)
         code_of = {k: i for i, k in enumerate(first_seen)}
         code_type = np.int16 if len(first_seen) < 2**15 else np.intp  # int16: radix sort
         codes = np.fromiter(map(code_of.__getitem__, keys), dtype=code_type, count=n)
-        # by key, then time, ties in arrival order: two stable sorts (cheaper than lexsort)
-        time_order = np.argsort(t, kind="stable")
-        by_time = time_order[np.argsort(codes[time_order], kind="stable")]
+        return BatchColumns(first_seen, codes, np.concatenate(time_parts), x, events)
+
+    def split(self, events: Sequence[Any]) -> list[tuple[Any, KeyColumns]] | None:
+        """``(key, columns)`` per key in order of first appearance, or ``None`` if the batch
+        is small or irregular (see :meth:`read`)."""
+        cols = self.read(events)
+        if cols is None:
+            return None
+        first_seen, codes, t, x, _ = cols
+        by_time = key_time_order(codes, t)
         bounds = np.concatenate(([0], np.cumsum(np.bincount(codes)))).tolist()
         t = t[by_time]
         x = x[by_time]
@@ -156,7 +197,7 @@ class ColumnarIntake:
         sorted_values = x.tolist()
         time_bytes = t.astype("<i8", copy=False).tobytes()
         value_bytes = x.astype("<f8", copy=False).tobytes()
-        batch = (values, by_time)
+        batch = (events, by_time)
         out = []
         for code, key in enumerate(first_seen):
             a, b = bounds[code], bounds[code + 1]
@@ -174,9 +215,9 @@ class ColumnarIntake:
         if times[0] < boundary:
             cut = bisect_left(times, boundary)
             at = cols.offset
-            originals, by_time = cols.batch
+            events, by_time = cols.batch
             positions = by_time[at:at + cut].tolist()  # in the batch: arrival order
-            late = [LateEvent(key, t, originals[i])
+            late = [LateEvent(key, t, events[i][2])
                     for i, t in sorted(zip(positions, times[:cut]))]
             if cut == len(times):
                 return [], None, late
@@ -204,4 +245,4 @@ class ColumnarIntake:
         return [tuple([x if r else None for r in reads]) for x in values]
 
 
-__all__ = ["MIN_BATCH", "ColumnarIntake", "KeyColumns"]
+__all__ = ["MIN_BATCH", "BatchColumns", "ColumnarIntake", "KeyColumns", "key_time_order"]

@@ -43,6 +43,7 @@ from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
+from adapters.batch_runtime import BatchRuntime
 from adapters.codec import CODEC_VERSION, decode_entry, decode_meta
 from adapters.columnar import ColumnarIntake, KeyColumns
 from adapters.errors import BadEventError, CodecError, StateError
@@ -137,9 +138,12 @@ class WindowDriver:
         max_cached_keys: bound of the process-local structure cache (least recently used
             keys are dropped and rebuilt from state when they come back); ``None``: no bound.
         time_field: the name used for the event time in error messages.
-        columnar: let :meth:`process_batch` use the NumPy columnar intake
-            (:mod:`adapters.columnar`) when the query and the batch allow it; same rows
-            and errors either way (``False``: always the general path).
+        columnar: let :meth:`process_batch` and :meth:`advance_keys` use NumPy when the
+            query and the batch allow it: the cross-key batch runtime
+            (:mod:`adapters.batch_runtime`) or else the columnar intake
+            (:mod:`adapters.columnar`); the same rows, late events, timers and errors
+            either way, window sums of floats within rounding (``False``: always the
+            per-key path).
 
     Thread safety: one driver per engine task/operator instance; calls must not overlap.
     """
@@ -199,6 +203,8 @@ class WindowDriver:
         self._meta_head = f'{{"codec":{CODEC_VERSION},"q":"{q.fingerprint}","n":'
         self._per_event = bool(count_specs or policy_specs
                                or any(isinstance(s, OverWindow) for _, s in time_specs))
+        #: the cross-key batch runtime for the commonest queries (None: not covered)
+        self._batch = BatchRuntime.for_driver(self, forced)
 
     # ------------------------------------------------------------------ set-up
     def _group(self, specs: list[tuple[int, Any]],
@@ -220,6 +226,13 @@ class WindowDriver:
         """``(kind, window indices, algorithm)`` of each structure a key holds."""
         return [(lane.kind, tuple(i for i, _ in lane.specs), lane.algorithm)
                 for lane in self._lanes]
+
+    @property
+    def batch_runtime(self) -> bool:
+        """Whether :meth:`process_batch` and :meth:`advance_keys` use the cross-key batch
+        runtime for this query (:mod:`adapters.batch_runtime`: windows reduced from slices in
+        NumPy, not by :attr:`structures`, which the per-key calls use)."""
+        return self._batch is not None
 
     # ------------------------------------------------------------------ public API
     def process(self, key: Hashable, events: Iterable[tuple[Any, Any]],
@@ -276,6 +289,8 @@ class WindowDriver:
         out = Output()
         if watermark is not None and type(watermark) is not int:
             watermark = parse_watermark(watermark)  # once, not per key
+        if self._batch is not None and self._batch.process(events, backend, watermark, out):
+            return out
         split = self._columnar.split(events) if self._columnar is not None else None
         if split is not None:
             prepared_columns = [self._prepare_columns(key, cols, backend.key_state(key),
@@ -307,6 +322,9 @@ class WindowDriver:
         backend = backend if backend is not None else self.backend
         out = Output()
         w = parse_watermark(watermark)
+        keys = list(keys)
+        if self._batch is not None and self._batch.advance(keys, backend, w, out):
+            return out
         for key in keys:
             self._apply(self._prepare(key, [], [], backend.key_state(key), w), out)
         return out
@@ -326,6 +344,8 @@ class WindowDriver:
             self._cache.clear()
         else:
             self._cache.pop(key, None)
+        if self._batch is not None:
+            self._batch.drop(key)
 
     # ------------------------------------------------------------------ a call
     def _runtime(self, key: Any, state: KeyState,
@@ -411,7 +431,8 @@ class WindowDriver:
         # The same JSON as codec.encode_meta(dict) would write, formatted directly: this runs
         # on every call (tests check the two agree).
         wm = rt.wm
-        wm_text = "null" if wm == -INF else '"end"' if wm == INF else str(int(wm))
+        wm_text = str(wm) if type(wm) is int else "null" if wm == -INF else '"end"' \
+            if wm == INF else str(int(wm))
         policy = ",".join([str(len(ls.w)) for ls in rt.lanes[self._first_policy:]]) \
             if self._first_policy < len(rt.lanes) else ""
         return (f'{self._meta_head}{_nonce.getrandbits(62)},"wm":{wm_text},"seq":{rt.seq},'
@@ -419,11 +440,16 @@ class WindowDriver:
 
     def _next_timer(self, rt: KeyRuntime) -> int | None:
         """Smallest watermark at which :meth:`advance_watermark` will emit something."""
-        boundary = rt.wm - self.allowed_lateness
-        best: int | float = INF
-        pmin = rt.pending_min
         times = rt.times
-        last = times[-1] if len(times) > rt.head else None
+        return self._timer(rt.wm, times[-1] if len(times) > rt.head else None,
+                           rt.pending_min)
+
+    def _timer(self, wm: int | float, last: int | None, pmin: int | float) -> int | None:
+        """:meth:`_next_timer` of a key with watermark ``wm``, newest retained released event
+        time ``last`` (``None``: none; a time in the same slice answers the same) and oldest
+        pending time ``pmin`` (``INF``: none)."""
+        boundary = wm - self.allowed_lateness
+        best: int | float = INF
         for r, s, e0 in self._sliding:
             if last is not None and -INF < boundary < INF:
                 e1 = end_after(boundary, s, e0)
@@ -586,6 +612,14 @@ class WindowDriver:
         policy_lengths = iter(meta.get("pol", []))
         for lane, ls in zip(self._lanes, rt.lanes):
             lane.restore(ls, rt, released, b, key, policy_lengths)
+        # retain what a live runtime retains (``_trim_log``): the log keeps whole entries,
+        # some older than the lanes need
+        bound = b
+        for lane, ls in zip(self._lanes, rt.lanes):
+            need = lane.retention(ls, rt, b)
+            if need < bound:
+                bound = need
+        rt.head = bisect_left(rt.times, bound)
         rt.meta_bytes = meta_bytes
         return rt
 

@@ -177,7 +177,8 @@ def run_swag(w: Workload, query: dict[str, Any], sink: Sink) -> dict[str, Any]:
             timers.update(out.timers)
     out = advance(list(timers), END_OF_INPUT, backend)
     sink(out.rows)
-    return {"late": late, "structures": [list(s) for s in driver.structures]}
+    return {"late": late, "structures": [list(s) for s in driver.structures],
+            "batch_runtime": driver.batch_runtime}
 
 
 def run_baseline(w: Workload, slide: int, fn: str, name: str, sink: Sink,
@@ -261,9 +262,9 @@ def reading_costs(w: Workload) -> dict[str, float]:
 
     * ``touch_s``: a bare loop that unpacks each event and reads its value field (what every
       driver does at least once);
-    * ``intake_s``: the `WindowDriver`'s columnar intake alone
-      (:meth:`adapters.columnar.ColumnarIntake.split`: every event validated, grouped by key
-      and sorted by time, before any window work or state write).
+    * ``intake_s``: the `WindowDriver`'s columnar reading alone
+      (:meth:`adapters.columnar.ColumnarIntake.read`: every event validated and turned into
+      NumPy columns with a key code each, before any sorting, window work or state write).
     """
     from adapters.columnar import ColumnarIntake
 
@@ -277,11 +278,11 @@ def reading_costs(w: Workload) -> dict[str, float]:
                 value[FIELD]
         touch = time.perf_counter() - start
         start = time.perf_counter()
-        taken = sum(intake.split(batch) is not None for batch in w.batches)
+        taken = sum(intake.read(batch) is not None for batch in w.batches)
         split = time.perf_counter() - start
     finally:
         gc.enable()
-    if taken != len(w.batches):  # split() returns None at once for what it does not cover
+    if taken != len(w.batches):  # read() returns None at once for what it does not cover
         raise RuntimeError(f"the columnar intake took {taken} of {len(w.batches)} batches")
     return {"touch_s": touch, "intake_s": split}
 
@@ -455,6 +456,7 @@ def measure(n: int = EVENTS, *, keys: int = KEYS, hours: float = SPAN_HOURS,
                 "k": k, "slide": slide, "aggregation": label, "events": full.events,
                 "swag_s": swag_s, "swag_cpu_s": swag_cpu, "swag_eps": full.events / swag_s,
                 "rows": full_rows, "late": info["late"], "structures": info["structures"],
+                "batch_runtime": info["batch_runtime"],
                 "part_keys": len(part.keys), "part_events": part.events, "rounds": repeats,
                 "round_swag_s": [t for t, _ in part_t], "round_baseline_s": [t for t, _ in base_t],
                 "round_speedups": ratios}
@@ -548,11 +550,12 @@ def markdown(payload: dict[str, Any]) -> str:
         "dropped by both drivers.\n")
     out.append(
         "* **`WindowDriver`** is fed one micro-batch of many keys at a time: "
-        "`process_batch(batch, backend, watermark=W)` (its multi-key entry, with the NumPy "
-        "columnar intake; the Spark and Beam adapters call `process` per key instead), then "
+        "`process_batch(batch, backend, watermark=W)` (its multi-key entry; for these queries "
+        "the cross-key batch runtime of `adapters/batch_runtime.py`, which works on all keys "
+        "at once in NumPy; the Spark and Beam adapters call `process` per key instead), then "
         "`advance_keys` for the keys whose returned timer is due, end of input at the end; "
         "state in `MemoryStateBackend(strict=False)`, so every accepted event is encoded "
-        "into its key's log.\n"
+        "into its key's log and each key's metadata is rewritten on every call.\n"
         "* **per-window assignment** is what Spark, Beam and Flink do, in good pure Python: "
         "each event updates the accumulator of each of the k = range / slide windows it "
         "belongs to (per key a dict from window start to a running max or a `[sum, count]`; "
@@ -591,8 +594,13 @@ def markdown(payload: dict[str, Any]) -> str:
     if reading and any(k == 1 for k, _ in by):
         out.append(_reading_text(reading, n, [by[key] for key in sorted(by) if key[0] == 1]))
     structures = sorted({f"`{s[2]}` ({e['aggregation']})" for e in sliding + over
-                         for s in e["structures"]})
-    out.append(f"Structures the driver chose: {', '.join(structures)}.\n")
+                         for s in e["structures"] if not e.get("batch_runtime")})
+    batched = [f"{e['aggregation']} at k = {e['k']}" for e in sliding if e.get("batch_runtime")]
+    if batched:
+        out.append(f"`process_batch` / `advance_keys` ran the cross-key batch runtime (slices "
+                   f"reduced into windows in NumPy) for: {', '.join(batched)}.\n")
+    if structures:
+        out.append(f"Structures the driver chose: {', '.join(structures)}.\n")
     if sliding:
         _plot(payload, common.IMAGES / "driver.png")
         out.append("![events/s by k](img/driver.png)\n")
@@ -671,12 +679,12 @@ def _reading_text(reading: dict[str, float], n: int, at_k1: list[dict[str, Any]]
         f"`WindowDriver` {ns(e['part_swag_s'], e['part_events'])}" for e in at_k1)
     return (
         "**Where the time goes at k = 1.** Per event, a bare loop that unpacks each event and "
-        f"reads its value costs {ns(reading['touch_s'], n)}; the `WindowDriver`'s columnar "
-        "intake alone (every event validated, grouped by key, sorted by time; no window work, "
-        f"no state) {ns(reading['intake_s'], n)}. Whole runs ({runs}). At k = 1 the "
+        f"reads its value costs {ns(reading['touch_s'], n)}; the `WindowDriver`'s reading "
+        "alone (every event validated and turned into NumPy columns; no sorting, window work "
+        f"or state) {ns(reading['intake_s'], n)}. Whole runs ({runs}). At k = 1 the "
         "per-window driver does the least work possible (one accumulator update per event, "
         f"no validation, no state encoding): its fastest whole run costs {fastest:.1f}x what "
-        "the `WindowDriver` spends on its intake alone, before any window work or state "
+        "the `WindowDriver` spends on reading alone, before any window work or state "
         "write.\n")
 
 

@@ -12,9 +12,17 @@ from hypothesis import strategies as st
 
 import adapters.columnar as columnar
 from adapters import MemoryStateBackend, WindowDriver
+from adapters.batch_runtime import BatchRuntime
 from adapters.codec import decode_entry, encode_entry, encode_float_record_segment
 
 pytest.importorskip("numpy")
+
+
+@pytest.fixture(autouse=True)
+def _per_key_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This file tests the per-key path's columnar intake; queries the cross-key batch
+    runtime covers would take that instead (tested in ``test_batch_runtime.py``)."""
+    monkeypatch.setattr(BatchRuntime, "for_driver", classmethod(lambda cls, *a: None))
 
 FIELD = "v"
 QUERIES = {

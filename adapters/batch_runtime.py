@@ -1,0 +1,673 @@
+"""The cross-key batch runtime: :meth:`adapters.WindowDriver.process_batch` and
+:meth:`~adapters.WindowDriver.advance_keys` for the commonest query, with the per-event and
+per-window work done once per call in NumPy over all keys instead of per key in Python.
+
+What it covers: one sliding or tumbling window spec; one output that is ``max``, ``min``,
+``sum`` or ``mean`` of a field (a kernel, :mod:`adapters.kernels`); at most
+:data:`MAX_SLICES` slices per window; no forced algorithm; no bound on the cache; batches the
+columnar intake takes (:meth:`adapters.columnar.ColumnarIntake.read`: ``(key, int time,
+{field: finite float})``, at least ``MIN_BATCH`` events); states that keep their event log.
+Anything else takes the per-key path, which is also the reference the tests compare with.
+
+Why: the per-key path touches every event several times in Python (a record tuple, the
+pending buffer, the release, the fold) and makes a few structure calls per window; with
+about 100 events per key and call those costs exceed what the engines' per-window
+assignment pays at one window per event (``docs/benchmarks.md``). Here, per call:
+
+* pending events of every key wait in three arrays sorted by (key id, time, arrival); late
+  events, the release (``time < watermark - allowed lateness``) and the grouping of the
+  released events into (key, slice) runs are array operations;
+* each run becomes a slice partial: ``max``/``min`` with ``numpy`` (a zero is refolded in
+  Python, so that of ``0.0`` and ``-0.0`` the older one wins, as with ``max``), ``sum`` and
+  ``mean`` with the kernel's left fold in Python (the per-key path's partial, bit for bit);
+  a key's open slice (the one the boundary is inside) continues with the kernel's fold;
+* closed slices of every key are arrays sorted by (key id, slice start): general stream
+  slicing (:mod:`adapters.slicing`, Traub et al., EDBT 2019). A due window ``[e - range,
+  e)`` is the reduction of its at most ``MAX_SLICES`` slices, all windows of the call in one
+  ``ufunc.reduceat``: recalculation over slices, in C, which costs less than a
+  ``swag_core`` structure's per-slice interpreter overhead while windows hold few slices.
+  Window sums are therefore added in NumPy's order: equal to the per-key path's within
+  rounding, as between any two structures (slice partials are the same).
+
+State is the per-key path's, written the same way (one log entry per key and call, the
+metadata with a fresh nonce, log entries removed once no window needs them), so either path
+continues from what the other wrote, and restarts rebuild from it. A key's cached runtime
+is checked against its metadata before use, as the per-key cache is: a key written by the
+per-key path (or restored from a checkpoint) is reloaded.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from adapters.codec import encode_entry, encode_float_record_segment
+from adapters.columnar import key_time_order
+from adapters.results import LateEvent, Output
+from adapters.runtime import INF
+from adapters.slicing import TimeLane, _due_window_ends, end_after
+from adapters.state import KeyState, StateBackend
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover - without NumPy the per-key path runs
+    np = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from adapters.driver import WindowDriver
+
+#: Most slices a window may span for this runtime (range / slice width): above, a
+#: structure's O(1) per slice beats reducing each window's slices afresh.
+MAX_SLICES = 512
+_I64_MIN, _I64_MAX = -2**63, 2**63 - 1
+#: due windows of one key enumerated arithmetically up to this many (more: a gap in the
+#: key's data; the empty windows are skipped by binary search instead)
+_DENSE_WINDOWS = 4096
+_FNS = ("max", "min", "sum", "mean")
+
+
+class _NotCovered(Exception):
+    """A key's state holds what this runtime cannot hold exactly (raised before any
+    change)."""
+
+
+def _merge(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Merge two column sets ``(ids, times, *values)``, each sorted by (id, time), into
+    one; ``a`` before ``b`` on ties. One binary search per ``b`` row on a combined int64
+    key when the span allows it, else a sort."""
+    if not len(a[0]):
+        return b
+    if not len(b[0]):
+        return a
+    aid, at, bid, bt = a[0], a[1], b[0], b[1]
+    lo = min(int(at.min()), int(bt.min()))
+    span = max(int(at.max()), int(bt.max())) - lo + 1
+    top = max(int(aid.max()), int(bid.max())) + 1
+    if span * top < 2**62:
+        # each b row lands after the a rows not greater than it, and after earlier b rows
+        where = np.searchsorted(aid * span + (at - lo), bid * span + (bt - lo), "right")
+        where += np.arange(len(where))
+        n = len(aid) + len(bid)
+        from_a = np.ones(n, bool)
+        from_a[where] = False
+        out = []
+        for x, y in zip(a, b):
+            z = np.empty(n, x.dtype)
+            z[where] = y
+            z[from_a] = x
+            out.append(z)
+        return tuple(out)
+    cat = tuple(np.concatenate((x, y)) for x, y in zip(a, b))
+    order = key_time_order(cat[0], cat[1])
+    return tuple(x[order] for x in cat)
+
+
+def _take(cols: tuple[Any, ...], mask: Any) -> tuple[Any, ...]:
+    return tuple(x[mask] for x in cols)
+
+
+class _Key:
+    """One key's runtime here: the per-key path's counters and log bookkeeping, the open
+    slice; its pending events and closed slices are rows of the shared arrays."""
+
+    __slots__ = ("id", "late", "meta_bytes", "open_acc", "open_start", "released",
+                 "segments", "seq", "wm")
+
+    #: no policy lanes (read by ``WindowDriver._encode_meta``)
+    lanes: tuple[()] = ()
+
+    def __init__(self, ident: int) -> None:
+        self.id = ident
+        self.meta_bytes: bytes | None = None
+        self.wm: int | float = -INF
+        self.seq = 0
+        self.released = 0
+        self.late = 0
+        self.open_start: int | None = None
+        self.open_acc: Any = None
+        self.segments: list[tuple[int, int]] = []  # (newest time, seq) of the log entries
+
+
+class BatchRuntime:
+    """See the module docstring. Build it with :meth:`for_driver` (``None``: not covered)."""
+
+    def __init__(self, driver: WindowDriver, lane: TimeLane, fn: str) -> None:
+        assert lane.kernels is not None and driver._columnar is not None
+        self._driver = driver
+        self._intake = driver._columnar
+        self._field = driver._columnar.field
+        self._lane = lane
+        self._fn = fn
+        self._fold, self._fold_onto = lane.kernels[0].fold, lane.kernels[0].fold_onto
+        self._mean = fn == "mean"
+        self._g, self._base = lane.width, lane.base
+        _, self._idx, self._r, self._s, self._e0 = lane._sliding[0]
+        self._out = lane.out
+        self._lower = driver._finish
+        self._lateness = driver.allowed_lateness
+        self._keys: dict[Any, _Key] = {}
+        self._by_id: list[_Key | None] = []
+        self._ids: dict[Any, int] = {}
+        self._clear_arrays()
+
+    def _clear_arrays(self) -> None:
+        i64, f64 = np.zeros(0, np.int64), np.zeros(0, np.float64)
+        # pending events of every key, sorted by (key id, time, arrival): (ids, times, values)
+        self._pending: tuple[Any, ...] = (i64, i64, f64)
+        # closed slices, sorted by (key id, start): (ids, starts, partial components...)
+        self._closed: tuple[Any, ...] = (i64, i64, f64, i64) if self._mean else (i64, i64, f64)
+
+    @classmethod
+    def for_driver(cls, driver: WindowDriver, forced: str | None) -> BatchRuntime | None:
+        """The runtime of ``driver``'s query, or ``None`` if it does not cover it."""
+        lanes = driver._lanes
+        if (np is None or driver._columnar is None or forced is not None
+                or driver._max_cached is not None or len(lanes) != 1
+                or not isinstance(lanes[0], TimeLane) or len(driver._agg_specs) != 1):
+            return None
+        lane = lanes[0]
+        kernels = lane.kernels
+        if not lane._single or kernels is None or len(kernels) != 1 or kernels[0].field is None:
+            return None
+        fn = driver._agg_specs[0].fn
+        if fn not in _FNS or lane._sliding[0][2] // lane.width > MAX_SLICES:
+            return None
+        probe = object()
+        if fn != "mean" and driver._finish(probe) is not probe:
+            return None  # max, min and sum results are their partials
+        return cls(driver, lane, fn)
+
+    # ------------------------------------------------------------------ cache
+    def drop(self, key: Hashable | None = None) -> None:
+        """Forget the cached runtime of ``key`` (all keys if ``None``)."""
+        if key is None:
+            self._keys.clear()
+            self._by_id.clear()
+            self._ids.clear()
+            self._clear_arrays()
+            return
+        k = self._keys.pop(key, None)
+        if k is not None:
+            self._by_id[k.id] = None
+            self._pending = _take(self._pending, self._pending[0] != k.id)
+            self._closed = _take(self._closed, self._closed[0] != k.id)
+
+    def _components(self, part: Any) -> tuple[Any, ...]:
+        """A slice partial as the closed arrays' components, checked to fit them exactly."""
+        if self._mean:
+            if type(part) is tuple and len(part) == 2 and type(part[0]) is float and \
+                    type(part[1]) is int:
+                return part
+        elif type(part) is float:
+            return (part,)
+        raise _NotCovered  # e.g. int values the per-key path took: keep them exact
+
+    def _key(self, key: Any, state: KeyState, reload: list[tuple[int, Any, Any]]) -> _Key:
+        """The key's runtime, loaded from state if it is not cached or does not match the
+        state's metadata; ``reload`` gets ``(id, pending records, closed slices)`` of a
+        loaded key, whose rows in the arrays they replace."""
+        meta = state.get_meta()
+        k = self._keys.get(key)
+        if k is not None and (k.meta_bytes is meta or k.meta_bytes == meta):
+            return k
+        ident = self._ids.get(key)
+        known = ident is not None  # the arrays may hold rows of an older runtime
+        if ident is None:
+            ident = self._ids[key] = len(self._by_id)
+            self._by_id.append(None)
+        k = _Key(ident)
+        pending: list[Any] = []
+        closed: list[tuple[int, Any]] = []
+        if meta is not None:
+            # the per-key path rebuilds (or holds) the key's runtime; take it over
+            driver = self._driver
+            rt = driver._load(key, state, meta)
+            pending = sorted(rt.pending, key=lambda rec: rec[0])  # stable: (time, arrival)
+            if any(type(rec[1]) is not float for rec in pending):
+                raise _NotCovered  # e.g. NumPy floats the per-key path holds as they came
+            ls = rt.lanes[0]
+            closed = [(start, self._components(part)) for start, part in ls.w.items()]
+            if ls.open_acc is not None:
+                self._components(ls.open_acc)
+            driver._cache.pop(key, None)  # taken over (only now: a refusal leaves it)
+            k.meta_bytes = meta
+            k.wm, k.seq, k.released, k.late = rt.wm, rt.seq, rt.released, rt.late
+            k.segments = list(rt.segments)
+            k.open_start, k.open_acc = ls.open_start, ls.open_acc
+        if known or pending or closed:
+            reload.append((ident, pending, closed))
+        self._keys[key] = k
+        self._by_id[ident] = k
+        return k
+
+    def _replace(self, reload: list[tuple[int, Any, Any]]) -> None:
+        """Put the rows of reloaded keys in place of what the arrays held for them."""
+        ids = np.array([ident for ident, _, _ in reload], np.int64)
+        pending = _take(self._pending, ~np.isin(self._pending[0], ids))
+        closed = _take(self._closed, ~np.isin(self._closed[0], ids))
+        recs = [(ident, t, x) for ident, p, _ in reload for t, x in p]
+        if recs:
+            new = (np.array([r[0] for r in recs], np.int64),
+                   np.array([r[1] for r in recs], np.int64),
+                   np.array([r[2] for r in recs], np.float64))
+            pending = _merge(pending, _take(new, key_time_order(new[0], new[1])))
+        slices = [(ident, start, *parts) for ident, _, c in reload for start, parts in c]
+        if slices:
+            cols = list(zip(*slices))
+            new = tuple(np.array(c, dt) for c, dt in zip(cols, [x.dtype for x in closed]))
+            closed = _merge(closed, _take(new, key_time_order(new[0], new[1])))
+        self._pending, self._closed = pending, closed
+
+    # ------------------------------------------------------------------ calls
+    def process(self, events: Sequence[Any], backend: StateBackend,
+                watermark: int | float | None, out: Output) -> bool:
+        """:meth:`WindowDriver.process_batch`; ``False`` if the batch is not covered (then
+        nothing changed and the per-key path must run)."""
+        cols = self._intake.read(events)
+        if cols is None:
+            return False
+        return self._run(cols.keys, backend, watermark, out, cols)
+
+    def advance(self, keys: Sequence[Any], backend: StateBackend, watermark: int | float,
+                out: Output) -> bool:
+        """:meth:`WindowDriver.advance_keys`; ``False`` if not covered (nothing changed)."""
+        try:
+            distinct = list(dict.fromkeys(keys))
+        except TypeError:  # an unhashable key: the per-key path reports it
+            return False
+        return self._run(distinct, backend, watermark, out, None)
+
+    def _run(self, keys: list[Any], backend: StateBackend, watermark: int | float | None,
+             out: Output, cols: Any) -> bool:
+        states = [backend.key_state(key) for key in keys]
+        if not all(getattr(state, "keeps_log", True) for state in states):
+            return False  # no log to rebuild from: the per-key path keeps such keys
+        try:
+            self._apply(keys, states, watermark, out, cols)
+        except _NotCovered:
+            self.drop()  # nothing was written; the per-key path takes the call
+            return False
+        except BaseException:
+            self.drop()  # the cache may be half-changed: reload everything from state
+            raise
+        return True
+
+    # ------------------------------------------------------------------ one call
+    def _apply(self, keys: list[Any], states: list[KeyState], watermark: int | float | None,
+               out: Output, cols: Any) -> None:
+        reload: list[tuple[int, Any, Any]] = []
+        ks = [self._key(key, state, reload) for key, state in zip(keys, states)]
+        if reload:
+            self._replace(reload)
+        lateness = self._lateness
+        nkeys = len(ks)
+        ids = np.array([k.id for k in ks], np.int64)
+        # Per key: its new watermark, and the boundary B as int64 for the arrays (events
+        # with time < bound are late/released; `beyond`: B exceeds every int64 time).
+        nid = len(self._by_id)
+        bound = np.full(nid, _I64_MIN, np.int64)
+        beyond = np.zeros(nid, bool)
+        marks: list[int | float] = []
+        for k in ks:
+            wm = k.wm if watermark is None or watermark <= k.wm else watermark
+            marks.append(wm)
+            b = wm - lateness
+            if b > _I64_MAX:
+                beyond[k.id] = True
+            elif b > _I64_MIN:
+                bound[k.id] = int(b)
+
+        # release: pending events older than their key's boundary (a prefix of each key's)
+        pending = self._pending
+        rel = (pending[1] < bound[pending[0]]) | beyond[pending[0]]
+        rid, rtime, rx = _take(pending, rel)
+        pending = _take(pending, ~rel)
+
+        # new events: late ones out, the rest sorted by (key, time, arrival) into pending
+        late_of: dict[int, list[LateEvent]] = {}
+        new_lo: list[int] = [0] * nkeys
+        new_hi: list[int] = new_lo
+        if cols is not None:
+            ev_id = ids[cols.codes]
+            t, x = cols.times, cols.values
+            late = (t < bound[ev_id]) | beyond[ev_id]
+            if late.any():
+                at = np.flatnonzero(late)
+                for i, code, time in zip(at.tolist(), cols.codes[at].tolist(),
+                                         t[at].tolist()):
+                    late_of.setdefault(code, []).append(
+                        LateEvent(keys[code], time, cols.events[i][2]))
+                ok = ~late
+                ev_id, t, x = ev_id[ok], t[ok], x[ok]
+            order = key_time_order(ev_id, t)  # ties stay in arrival order
+            new = (ev_id[order], t[order], x[order])
+            new_lo = np.searchsorted(new[0], ids, "left").tolist()
+            new_hi = np.searchsorted(new[0], ids, "right").tolist()
+            new_t_bytes = new[1].astype("<i8", copy=False).tobytes()
+            new_x_bytes = new[2].astype("<f8", copy=False).tobytes()
+            newest = new[1][np.maximum(np.array(new_hi) - 1, 0)].tolist() if len(t) else []
+            pending = _merge(pending, new)
+        self._pending = pending
+
+        # released events as (key, slice) runs, each with its slice partial
+        g, base = self._g, self._base
+        run_lo = run_hi = rel_n = [0] * nkeys
+        if len(rid):
+            sl = rtime - (rtime - base) % g
+            cut = np.flatnonzero((rid[1:] != rid[:-1]) | (sl[1:] != sl[:-1])) + 1
+            run_at = np.concatenate(([0], cut))
+            run_end = np.concatenate((cut, [len(rid)]))
+            run_id, run_start = rid[run_at], sl[run_at]
+            run_lo = np.searchsorted(run_id, ids, "left").tolist()
+            run_hi = np.searchsorted(run_id, ids, "right").tolist()
+            rel_n = (np.searchsorted(rid, ids, "right")
+                     - np.searchsorted(rid, ids, "left")).tolist()
+            run_parts = self._run_partials(rx, run_at, run_end)
+            run_closes = np.ones(len(run_at), bool)
+
+        # per key: the open slice, the log entry, the metadata (written after the windows)
+        need = self._lane.need
+        need_of: dict[int | float, int | float] = {}  # keys of a call mostly share B
+        need_at = np.full(nid, _I64_MIN, np.int64)  # closed slices before it go
+        need_beyond = np.zeros(nid, bool)
+        closing: list[tuple[int, int, Any]] = []  # open slices that close: (id, start, part)
+        windows: list[tuple[int, int | float, int | float]] = []  # (pos, b_old, b) advancing
+        writes: list[tuple[int, Any, Any, list[LateEvent] | None]] = []
+        for pos, k in enumerate(ks):
+            wm = marks[pos]
+            a, e = new_lo[pos], new_hi[pos]
+            late_events = late_of.get(pos) if late_of else None
+            if wm <= k.wm and a == e and not late_events:
+                continue
+            removal = None
+            if wm > k.wm:
+                b_old, b = k.wm - lateness, wm - lateness
+                windows.append((pos, b_old, b))
+                k.wm = wm
+                k.released += rel_n[pos]
+                cur, acc = k.open_start, k.open_acc
+                j0, j1 = run_lo[pos], run_hi[pos]
+                if j1 > j0:
+                    first = int(run_start[j0])
+                    if cur == first:  # the open slice goes on: the kernel's left fold
+                        self._set_part(run_parts, j0, self._continue(acc, rx, run_parts, run_at,
+                                                                     run_end, j0))
+                    elif cur is not None:
+                        closing.append((k.id, cur, acc))
+                    last = int(run_start[j1 - 1])
+                    if last + g > b:  # the newest run stays open
+                        run_closes[j1 - 1] = False
+                        cur, acc = last, self._get_part(run_parts, j1 - 1)
+                    else:
+                        cur = acc = None
+                elif cur is not None and cur + g <= b:
+                    closing.append((k.id, cur, acc))
+                    cur = acc = None
+                k.open_start, k.open_acc = cur, acc
+                final = need_of.get(b)
+                if final is None:
+                    final = need_of[b] = need(b)
+                if final == INF:
+                    need_beyond[k.id] = True
+                elif final > _I64_MIN:
+                    need_at[k.id] = int(final)
+                segments = k.segments
+                if segments and segments[0][0] < final:
+                    gone = []
+                    while segments and segments[0][0] < final:
+                        gone.append(heapq.heappop(segments))
+                    before = int(final) if final != INF else max(t for t, _ in gone) + 1
+                    removal = (before, gone)
+            entry = None
+            if a < e:
+                n = e - a
+                if n == 1:  # what the per-key path writes for one event
+                    data = encode_entry([int(new[1][a])], [{self._field: float(new[2][a])}])
+                else:
+                    data = encode_float_record_segment(
+                        self._field, n, new_t_bytes[8 * a:8 * e], new_x_bytes[8 * a:8 * e])
+                entry = (newest[pos], k.seq, data)
+                heapq.heappush(k.segments, (entry[0], k.seq))
+                k.seq += n
+            if late_events:
+                k.late += len(late_events)
+            writes.append((pos, removal, entry, late_events))
+
+        # closed slices into the shared arrays, then every due window at once
+        if len(rid) or closing:
+            self._add_closed(rid, run_id if len(rid) else None, run_start if len(rid) else None,
+                             run_parts if len(rid) else None,
+                             run_closes if len(rid) else None, closing)
+        if windows:
+            self._emit(keys, ks, ids, windows, out.rows)
+            keep = ~((self._closed[1] < need_at[self._closed[0]])
+                     | need_beyond[self._closed[0]])
+            if not keep.all():
+                self._closed = _take(self._closed, keep)
+
+        # state writes, then timers
+        encode_meta = self._driver._encode_meta
+        for pos, removal, entry, late_events in writes:
+            k, state = ks[pos], states[pos]
+            if late_events:
+                out.late.extend(late_events)
+            meta = encode_meta(k)  # type: ignore[arg-type]
+            if removal is not None:
+                state.remove_events(*removal)
+            if entry is not None:
+                state.add_events([entry])
+            state.put_meta(meta)
+            k.meta_bytes = meta
+        self._timers(keys, ks, ids, out.timers)
+
+    # ------------------------------------------------------------------ slices
+    def _run_partials(self, rx: Any, run_at: Any, run_end: Any) -> list[Any]:
+        """Slice partials of the runs ``rx[run_at[j]:run_end[j]]`` as component arrays."""
+        fn = self._fn
+        if fn in ("max", "min"):
+            ufunc = np.maximum if fn == "max" else np.minimum
+            part = ufunc.reduceat(rx, run_at)
+            zeros = np.flatnonzero(part == 0).tolist()
+            if zeros:  # 0.0 == -0.0: the kernel's fold picks the older one, as max() does
+                at, end = run_at.tolist(), run_end.tolist()
+                for j in zeros:
+                    part[j] = self._fold(rx[at[j]:end[j]].tolist(), end[j] - at[j])
+            return [part]
+        xs = rx.tolist()
+        fold = self._fold
+        parts = [fold(xs[a:e], e - a) for a, e in zip(run_at.tolist(), run_end.tolist())]
+        if fn == "sum":
+            return [np.array(parts, np.float64)]
+        sums, counts = zip(*parts)
+        return [np.array(sums, np.float64), np.array(counts, np.int64)]
+
+    def _continue(self, acc: Any, rx: Any, comps: list[Any], run_at: Any, run_end: Any,
+                  j: int) -> Any:
+        """The open slice's partial ``acc`` folded on with run ``j``: for ``max``/``min``
+        the older operand of a tie is ``acc``, so combining with the run's partial is the
+        same left fold; sums fold on value by value."""
+        if self._fn in ("max", "min"):
+            part = float(comps[0][j])
+            return self._fold_onto(acc, (part,), 1)
+        a, e = int(run_at[j]), int(run_end[j])
+        return self._fold_onto(acc, rx[a:e].tolist(), e - a)
+
+    def _get_part(self, comps: list[Any], j: int) -> Any:
+        if self._mean:
+            return (float(comps[0][j]), int(comps[1][j]))
+        return float(comps[0][j])
+
+    def _set_part(self, comps: list[Any], j: int, part: Any) -> None:
+        for comp, value in zip(comps, part if self._mean else (part,)):
+            comp[j] = value
+
+    def _add_closed(self, rid: Any, run_id: Any, run_start: Any, run_parts: Any,
+                    run_closes: Any, closing: list[tuple[int, int, Any]]) -> None:
+        """Add the closed runs and the open slices that closed to the closed arrays."""
+        parts: list[tuple[Any, ...]] = []
+        if run_id is not None:
+            parts.append(_take((run_id, run_start, *run_parts), run_closes))
+        if closing:
+            cols = list(zip(*[(ident, start, *(part if self._mean else (part,)))
+                              for ident, start, part in closing]))
+            dtypes = [x.dtype for x in self._closed]
+            parts.append(tuple(np.array(c, dt) for c, dt in zip(cols, dtypes)))
+        new = parts[0] if len(parts) == 1 else tuple(
+            np.concatenate(pair) for pair in zip(*parts))
+        if closing:  # in call order, not key order
+            new = _take(new, key_time_order(new[0], new[1]))
+        self._closed = _merge(self._closed, new)
+
+    # ------------------------------------------------------------------ windows
+    def _emit(self, keys: list[Any], ks: list[_Key], ids: Any,
+              windows: list[tuple[int, int | float, int | float]],
+              rows: list[dict[str, Any]]) -> None:
+        """Rows of the due windows ``[e - range, e)`` (``b_old < e <= b``) of the advancing
+        keys that hold a closed slice, per key in call order, ends ascending."""
+        closed = self._closed
+        cid, cst = closed[0], closed[1]
+        if not len(cid):
+            return
+        r, s, e0 = self._r, self._s, self._e0
+        pos_of = np.array([p for p, _, _ in windows])
+        lo = np.searchsorted(cid, ids[pos_of], "left").tolist()
+        hi = np.searchsorted(cid, ids[pos_of], "right").tolist()
+        oldest = cst[np.minimum(lo, len(cst) - 1)].tolist()
+        newest = cst[np.maximum(np.array(hi) - 1, 0)].tolist()
+        w_pos: list[int] = []   # per window: the key's position in the call
+        w_end: list[int] = []
+        firsts: list[int] = []  # dense runs of ends: (position, first end, count)
+        counts: list[int] = []
+        dense_pos: list[int] = []
+        for (pos, b_old, b), a, z, old, new in zip(windows, lo, hi, oldest, newest):
+            if z == a:
+                continue
+            first = end_after(old if b_old == -INF else b_old, s, e0)
+            last = end_after(new + r, s, e0) - s  # the last window holding the newest slice
+            if b != INF:
+                last = min(last, end_after(b, s, e0) - s)
+            if last < first:
+                continue
+            n = (int(last) - first) // s + 1
+            if n <= _DENSE_WINDOWS:
+                dense_pos.append(pos)
+                firsts.append(first)
+                counts.append(n)
+            else:  # a gap in the key's data: skip its empty windows by binary search
+                starts = cst[a:z].tolist()
+                for end in _due_window_ends(starts, 0, first - 1, last, r, s, e0):
+                    w_pos.append(pos)
+                    w_end.append(end)
+        if counts:
+            total = sum(counts)
+            offsets = np.repeat(np.cumsum(counts) - counts, counts)
+            ends = np.repeat(np.array(firsts, np.int64), counts) + s * (
+                np.arange(total, dtype=np.int64) - offsets)
+            pos_arr = np.repeat(np.array(dense_pos, np.int64), counts)
+            if w_end:
+                ends = np.concatenate((ends, np.array(w_end, np.int64)))
+                pos_arr = np.concatenate((pos_arr, np.array(w_pos, np.int64)))
+                order = key_time_order(pos_arr, ends)
+                ends, pos_arr = ends[order], pos_arr[order]
+        elif w_end:
+            ends, pos_arr = np.array(w_end, np.int64), np.array(w_pos, np.int64)
+        else:
+            return
+        # slices [e - r, e) of each window: binary searches on (key id, start)
+        wid = ids[pos_arr]
+        t0 = int(cst.min())
+        span = int(cst.max()) - t0 + 1
+        top = int(cid.max()) + 1
+        if span * (top + 1) < 2**62:
+            key = cid * span + (cst - t0)
+            w_lo = np.searchsorted(key, wid * span + np.clip(ends - r - t0, 0, span), "left")
+            w_hi = np.searchsorted(key, wid * span + np.clip(ends - t0, 0, span), "left")
+        else:  # pragma: no cover - times spanning beyond 2**62 / keys
+            w_lo = np.empty(len(ends), np.int64)
+            w_hi = np.empty(len(ends), np.int64)
+            for j, (i, e) in enumerate(zip(wid.tolist(), ends.tolist())):
+                a = int(np.searchsorted(cid, i, "left"))
+                z = int(np.searchsorted(cid, i, "right"))
+                w_lo[j] = a + int(np.searchsorted(cst[a:z], e - r, "left"))
+                w_hi[j] = a + int(np.searchsorted(cst[a:z], e, "left"))
+        full = w_hi > w_lo
+        if not full.all():
+            ends, pos_arr, w_lo, w_hi = ends[full], pos_arr[full], w_lo[full], w_hi[full]
+        values = self._window_values(closed, w_lo, w_hi)
+        idx, name = self._idx, self._out
+        rows.extend([{"window": idx, "key": keys[p], "start": e - r, "end": e, name: v}
+                     for p, e, v in zip(pos_arr.tolist(), ends.tolist(), values)])
+
+    def _window_values(self, closed: tuple[Any, ...], lo: Any, hi: Any) -> list[Any]:
+        """Lowered aggregates of the closed slices ``lo[j] .. hi[j] - 1``, all windows at
+        once (``ufunc.reduceat`` on interleaved bounds; ``hi > lo``)."""
+        bounds = np.empty(2 * len(lo), np.int64)
+        bounds[0::2] = lo
+        bounds[1::2] = hi
+        fn = self._fn
+        if fn in ("max", "min"):
+            comp = closed[2]
+            ufunc = np.maximum if fn == "max" else np.minimum
+            vals = ufunc.reduceat(np.append(comp, 0.0), bounds)[0::2]
+            out = vals.tolist()
+            for j in np.flatnonzero(vals == 0).tolist():  # the older of 0.0 and -0.0
+                out[j] = self._fold(comp[lo[j]:hi[j]].tolist(), 1)
+            return out
+        sums = np.add.reduceat(np.append(closed[2], 0.0), bounds)[0::2].tolist()
+        if fn == "sum":
+            return sums
+        counts = np.add.reduceat(np.append(closed[3], 0), bounds)[0::2].tolist()
+        lower = self._lower
+        return [lower(pair) for pair in zip(sums, counts)]
+
+    # ------------------------------------------------------------------ timers
+    def _timers(self, keys: list[Any], ks: list[_Key], ids: Any,
+                timers: dict[Any, int | None]) -> None:
+        """Each key's next timer: :meth:`WindowDriver._timer` for one sliding spec, for all
+        keys at once (the window ending after the boundary if the key's newest retained slice
+        is in it, else the first window ending after its oldest pending event), or per key
+        where int64 could overflow."""
+        pid, pt = self._pending[0], self._pending[1]
+        p_lo = np.searchsorted(pid, ids, "left")
+        p_has = np.searchsorted(pid, ids, "right") > p_lo
+        p_min = pt[np.minimum(p_lo, len(pt) - 1)] if len(pt) else np.zeros(len(ids), np.int64)
+        cid, cst = self._closed[0], self._closed[1]
+        c_lo = np.searchsorted(cid, ids, "left")
+        c_hi = np.searchsorted(cid, ids, "right")
+        c_new = cst[np.maximum(c_hi - 1, 0)] if len(cst) else np.zeros(len(ids), np.int64)
+        has_last = c_hi > c_lo
+        last = np.where(has_last, c_new, 0)
+        wms = [k.wm for k in ks]
+        opens = [k.open_start for k in ks]
+        if opens.count(None) != len(opens):
+            is_open = np.array([o is not None for o in opens], bool)
+            last = np.where(is_open, np.array([o or 0 for o in opens], np.int64), last)
+            has_last |= is_open
+        lateness, r, s, e0 = self._lateness, self._r, self._s, self._e0
+        big = 2**61  # far from int64 overflow in the arithmetic below
+        finite_arr = np.array([type(w) is int for w in wms], bool)  # else -inf or inf
+        try:
+            wm_arr = np.array([w if type(w) is int else 0 for w in wms], np.int64)
+        except OverflowError:
+            wm_arr = None
+        if wm_arr is None or np.abs(wm_arr).max(initial=0) >= big or \
+                np.abs(last).max(initial=0) >= big or np.abs(p_min).max(initial=0) >= big:
+            timer = self._driver._timer
+            for key, k, lst, has, pm, hp in zip(keys, ks, last.tolist(), has_last.tolist(),
+                                                p_min.tolist(), p_has.tolist()):
+                timers[key] = timer(k.wm, lst if has else None, pm if hp else INF)
+            return
+        b = wm_arr - lateness
+        e1 = e0 + s * ((b - e0) // s + 1)
+        by_window = finite_arr & has_last & (last >= e1 - r)
+        after_pending = e0 + s * ((p_min - e0) // s + 1)
+        best = np.where(by_window, e1, after_pending) + lateness
+        due = by_window | p_has
+        timers.update(zip(keys, best.tolist()))
+        if not due.all():
+            for i in np.flatnonzero(~due).tolist():
+                timers[keys[i]] = None
+
+
+__all__ = ["MAX_SLICES", "BatchRuntime"]
