@@ -189,12 +189,20 @@ class BatchRuntime:
             self._by_id.clear()
             self._ids.clear()
             self._clear_arrays()
-            return
-        k = self._keys.pop(key, None)
-        if k is not None:
-            self._by_id[k.id] = None
-            self._pending = _take(self._pending, self._pending[0] != k.id)
-            self._closed = _take(self._closed, self._closed[0] != k.id)
+        else:
+            self._drop_keys([key])
+
+    def _drop_keys(self, keys: Sequence[Any]) -> None:
+        gone = []
+        for key in keys:
+            k = self._keys.pop(key, None)
+            if k is not None:
+                self._by_id[k.id] = None
+                gone.append(k.id)
+        if gone:
+            ids = np.array(gone, np.int64)
+            self._pending = _take(self._pending, ~np.isin(self._pending[0], ids))
+            self._closed = _take(self._closed, ~np.isin(self._closed[0], ids))
 
     def _components(self, part: Any) -> tuple[Any, ...]:
         """A slice partial as the closed arrays' components, checked to fit them exactly."""
@@ -289,7 +297,9 @@ class BatchRuntime:
         try:
             self._apply(keys, states, watermark, out, cols)
         except _NotCovered:
-            self.drop()  # nothing was written; the per-key path takes the call
+            # raised while loading, before any change to state: the keys loaded so far are
+            # dropped (their rows in the arrays were not replaced), the rest stay cached
+            self._drop_keys(keys)
             return False
         except BaseException:
             self.drop()  # the cache may be half-changed: reload everything from state
