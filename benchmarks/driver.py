@@ -600,7 +600,10 @@ def markdown(payload: dict[str, Any]) -> str:
         out.append(f"`process_batch` / `advance_keys` ran the cross-key batch runtime (slices "
                    f"reduced into windows in NumPy) for: {', '.join(batched)}.\n")
     if structures:
-        out.append(f"Structures the driver chose: {', '.join(structures)}.\n")
+        label = "Structures the driver chose" + (
+            " (the OVER runs; per-key calls of these queries would use the same)"
+            if batched else "")
+        out.append(f"{label}: {', '.join(structures)}.\n")
     if sliding:
         _plot(payload, common.IMAGES / "driver.png")
         out.append("![events/s by k](img/driver.png)\n")
