@@ -146,7 +146,8 @@ class BatchRuntime:
         self._mean = fn == "mean"
         self._g, self._base = lane.width, lane.base
         _, self._idx, self._r, self._s, self._e0 = lane._sliding[0]
-        self._out = lane.out
+        assert lane.out is not None  # one output: rows get row[out] = value
+        self._out: str = lane.out
         self._lower = driver._finish
         self._lateness = driver.allowed_lateness
         self._keys: dict[Any, _Key] = {}
@@ -259,15 +260,15 @@ class BatchRuntime:
         closed = _take(self._closed, ~np.isin(self._closed[0], ids))
         recs = [(ident, t, x) for ident, p, _ in reload for t, x in p]
         if recs:
-            new = (np.array([r[0] for r in recs], np.int64),
-                   np.array([r[1] for r in recs], np.int64),
-                   np.array([r[2] for r in recs], np.float64))
-            pending = _merge(pending, _take(new, key_time_order(new[0], new[1])))
+            events = (np.array([r[0] for r in recs], np.int64),
+                      np.array([r[1] for r in recs], np.int64),
+                      np.array([r[2] for r in recs], np.float64))
+            pending = _merge(pending, _take(events, key_time_order(events[0], events[1])))
         slices = [(ident, start, *parts) for ident, _, c in reload for start, parts in c]
         if slices:
             cols = list(zip(*slices))
-            new = tuple(np.array(c, dt) for c, dt in zip(cols, [x.dtype for x in closed]))
-            closed = _merge(closed, _take(new, key_time_order(new[0], new[1])))
+            rows = tuple(np.array(c, dt) for c, dt in zip(cols, [x.dtype for x in closed]))
+            closed = _merge(closed, _take(rows, key_time_order(rows[0], rows[1])))
         self._pending, self._closed = pending, closed
 
     # ------------------------------------------------------------------ calls
@@ -379,11 +380,11 @@ class BatchRuntime:
             # a key's first run may continue its open slice: folded onto it below instead
             open_at = np.array([k.open_start if k.open_start is not None else _I64_MIN
                                 for k in ks], np.int64)
-            first = np.ones(len(run_id), bool)
-            first[1:] = run_id[1:] != run_id[:-1]
+            is_first = np.ones(len(run_id), bool)
+            is_first[1:] = run_id[1:] != run_id[:-1]
             open_of = np.full(nid, _I64_MIN, np.int64)
             open_of[ids] = open_at
-            goes_on = first & (run_start == open_of[run_id]) & (open_of[run_id] != _I64_MIN)
+            goes_on = is_first & (run_start == open_of[run_id]) & (open_of[run_id] != _I64_MIN)
             run_parts = self._run_partials(rx, run_at, run_end, goes_on)
             run_closes = np.ones(len(run_at), bool)
 
@@ -446,8 +447,10 @@ class BatchRuntime:
                 if n == 1:  # what the per-key path writes for one event
                     data = encode_entry([int(new[1][a])], [{self._field: float(new[2][a])}])
                 else:
-                    data = encode_float_record_segment(
+                    segment = encode_float_record_segment(
                         self._field, n, new_t_bytes[8 * a:8 * e], new_x_bytes[8 * a:8 * e])
+                    assert segment is not None  # the columnar intake checked the field
+                    data = segment
                 entry = (newest[pos], k.seq, data)
                 heapq.heappush(k.segments, (entry[0], k.seq))
                 k.seq += n
@@ -468,18 +471,11 @@ class BatchRuntime:
                 self._closed = _take(self._closed, keep)
 
         # state writes, then timers
-        encode_meta = self._driver._encode_meta
+        write = self._driver._write
         for pos, removal, entry, late_events in writes:
-            k, state = ks[pos], states[pos]
             if late_events:
                 out.late.extend(late_events)
-            meta = encode_meta(k)  # type: ignore[arg-type]
-            if removal is not None:
-                state.remove_events(*removal)
-            if entry is not None:
-                state.add_events([entry])
-            state.put_meta(meta)
-            k.meta_bytes = meta
+            write(states[pos], ks[pos], removal, entry)
         self._timers(keys, ks, ids, out.timers)
 
     # ------------------------------------------------------------------ slices

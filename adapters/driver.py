@@ -409,13 +409,7 @@ class WindowDriver:
                 rt.seq = seq + len(records)
             if late:
                 rt.late += len(late)
-            meta = self._encode_meta(rt)
-            if removal is not None:
-                state.remove_events(*removal)
-            if entry is not None:
-                state.add_events([entry])
-            state.put_meta(meta)
-            rt.meta_bytes = meta
+            self._write(state, rt, removal, entry)
         except BaseException:
             self._cache.pop(key, None)  # the cache may be half-changed: rebuild from state
             raise
@@ -426,6 +420,19 @@ class WindowDriver:
         if late:
             out.late.extend(late)
         out.timers[key] = self._next_timer(rt)
+
+    def _write(self, state: KeyState, rt: Any, removal: tuple[int, list[Any]] | None,
+               entry: tuple[int, int, bytes] | None) -> None:
+        """A call's state writes for one key (``rt``: its runtime, per-key or the batch
+        runtime's): log removals, the new log entry, then the metadata, which the cached
+        runtime remembers (a restart or another path is detected by it changing)."""
+        meta = self._encode_meta(rt)
+        if removal is not None:
+            state.remove_events(*removal)
+        if entry is not None:
+            state.add_events([entry])
+        state.put_meta(meta)
+        rt.meta_bytes = meta
 
     def _encode_meta(self, rt: KeyRuntime) -> bytes:
         # The same JSON as codec.encode_meta(dict) would write, formatted directly: this runs
