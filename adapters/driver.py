@@ -281,7 +281,9 @@ class WindowDriver:
         """Handle ``(key, time, value)`` events of many keys (arrival order within each key).
 
         Every event of every key is validated before any state changes, so a
-        :class:`~adapters.errors.BadEventError` leaves all keys unchanged.
+        :class:`~adapters.errors.BadEventError` leaves all keys unchanged. Rows, late events
+        and timers come per key in order of first appearance; with :attr:`batch_runtime` the
+        keys are processed together (:mod:`adapters.batch_runtime`), with the same results.
         """
         backend = backend if backend is not None else self.backend
         if type(events) is not list and type(events) is not tuple:
@@ -318,7 +320,8 @@ class WindowDriver:
 
     def advance_keys(self, keys: Iterable[Hashable], watermark: Any,
                      backend: StateBackend | None = None) -> Output:
-        """:meth:`advance_watermark` for several keys."""
+        """:meth:`advance_watermark` for several keys (together, with
+        :attr:`batch_runtime`)."""
         backend = backend if backend is not None else self.backend
         out = Output()
         w = parse_watermark(watermark)
