@@ -604,7 +604,7 @@ class BatchRuntime:
             key = cid * span + (cst - t0)
             w_lo = np.searchsorted(key, wid * span + np.clip(ends - r - t0, 0, span), "left")
             w_hi = np.searchsorted(key, wid * span + np.clip(ends - t0, 0, span), "left")
-        else:  # pragma: no cover - times spanning beyond 2**62 / keys
+        else:  # times spanning beyond 2**62 / keys (tested)
             w_lo = np.empty(len(ends), np.int64)
             w_hi = np.empty(len(ends), np.int64)
             for j, (i, e) in enumerate(zip(wid.tolist(), ends.tolist())):

@@ -700,3 +700,43 @@ def test_the_comparison_catches_a_divergent_driver(how: str) -> None:
     _lockstep(_query(fn, "tumbling"), _mixed_calls())  # as is: the same
     with pytest.raises(AssertionError):
         _lockstep(_query(fn, "tumbling"), _mixed_calls(), fast=broken)
+
+
+# =====================================================================================
+# the array fallbacks: many keys, times spanning most of int64
+# =====================================================================================
+@pytest.mark.parametrize("fn", ["max", "mean"])
+def test_more_keys_than_16_bit_codes(fn: str) -> None:
+    """Over 2**15 keys: key codes and ids no longer fit the 16-bit radix sort."""
+    rnd = random.Random(11)
+    keys = list(range(2**15 + 50))
+    first = [(key, rnd.randint(0, 40), {FIELD: float(rnd.randint(-9, 9))}) for key in keys]
+    calls: list[Call] = [("batch", first, None, "list"),
+                         ("batch", _events(rnd, keys, 3000, 20, 80), 30, "list"),
+                         ("advance", keys, 70, "list"),
+                         ("advance", keys[::7], END_OF_INPUT, "list"),
+                         ("batch", _events(rnd, keys[:500], 200, 60, 90), None, "list"),
+                         ("advance", keys, END_OF_INPUT, "list")]
+    outcomes = _lockstep(_query(fn, "sliding k=4, lateness 5"), calls)
+    assert all(o[0] == "ok" for o in outcomes)
+    assert any(isinstance(o[1], Output) and len(o[1].rows) > 2**15 for o in outcomes)
+
+
+@pytest.mark.parametrize("fn", ["max", "sum"])
+def test_times_spanning_most_of_int64(fn: str) -> None:
+    """Times near both ends of int64: the combined (key, time) keys would overflow, so the
+    merges, sorts and window searches take their fallbacks."""
+    rnd = random.Random(12)
+    keys = ["a", "b", "c"]
+    lo, hi = -(2**62), 2**62
+    far = [(rnd.choice(keys), rnd.choice([lo + rnd.randint(0, 90), hi + rnd.randint(0, 90)]),
+            {FIELD: float(rnd.randint(-9, 9))}) for _ in range(200)]
+    near = [(rnd.choice(keys), hi + rnd.randint(0, 300), {FIELD: float(rnd.randint(-9, 9))})
+            for _ in range(150)]
+    calls: list[Call] = [("batch", far, None, "list"), ("batch", near, lo + 50, "list"),
+                         ("advance", keys, hi + 100, "list"),
+                         ("batch", far, hi + 120, "list"),
+                         ("advance", keys, END_OF_INPUT, "list")]
+    outcomes = _lockstep(_query(fn, "sliding k=4, lateness 5"), calls)
+    assert all(o[0] == "ok" for o in outcomes)
+    assert sum(len(o[1].rows) for o in outcomes if isinstance(o[1], Output)) > 10
