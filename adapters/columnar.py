@@ -45,6 +45,11 @@ try:  # optional: engines ship NumPy, the core does not need it
 except ImportError:  # pragma: no cover - exercised by the fallback test with a stub
     np = None  # type: ignore[assignment]
 
+try:  # optional: compiled by `pip install` where a C compiler exists (setup.py)
+    from adapters import _batch_reader as compiled_reader
+except ImportError:  # pragma: no cover - the tests run both readers where it is built
+    compiled_reader = None  # type: ignore[assignment]
+
 #: Batches smaller than this take the general path (array set-up would cost more).
 MIN_BATCH = 64
 #: Events checked per pass (a few hundred KB of objects: stays in the CPU cache).
@@ -145,10 +150,28 @@ class ColumnarIntake:
 
     def read(self, events: Sequence[Any]) -> BatchColumns | None:
         """The batch as columns in arrival order, or ``None`` if it is small or irregular
-        (then the general path must run: it validates every event)."""
-        n = len(events)
-        if n < MIN_BATCH:
+        (then the general path must run: it validates every event).
+
+        The compiled reader (:mod:`adapters._batch_reader`, one pass in C), where it is
+        built, takes batches of tuples; anything it leaves, and every batch without it, the
+        Python reader decides (:meth:`read_python`): the same columns either way."""
+        if len(events) < MIN_BATCH:
             return None
+        reader = compiled_reader
+        got = reader.read_columns(events, self.field) if reader is not None else None
+        if got is None:
+            return self.read_python(events)
+        first_seen, code_bytes, time_bytes, value_bytes = got
+        codes = np.frombuffer(code_bytes, np.intp)
+        if len(first_seen) < 2**15:
+            codes = codes.astype(np.int16)  # as the Python reader's: radix sort
+        return BatchColumns(first_seen, codes, np.frombuffer(time_bytes, np.int64),
+                            np.frombuffer(value_bytes, np.float64), events)
+
+    def read_python(self, events: Sequence[Any]) -> BatchColumns | None:
+        """:meth:`read` in Python (NumPy for the conversions), for batches of at least
+        ``MIN_BATCH`` events."""
+        n = len(events)
         keys: list[Any] = []
         time_parts = []
         value_parts = []
@@ -245,4 +268,5 @@ class ColumnarIntake:
         return [tuple([x if r else None for r in reads]) for x in values]
 
 
-__all__ = ["MIN_BATCH", "BatchColumns", "ColumnarIntake", "KeyColumns", "key_time_order"]
+__all__ = ["MIN_BATCH", "BatchColumns", "ColumnarIntake", "KeyColumns", "compiled_reader",
+           "key_time_order"]

@@ -256,7 +256,7 @@ def run_baseline(w: Workload, slide: int, fn: str, name: str, sink: Sink,
 # =====================================================================================
 # the floor: reading the events
 # =====================================================================================
-def reading_costs(w: Workload) -> dict[str, float]:
+def reading_costs(w: Workload) -> dict[str, Any]:
     """Seconds (garbage collector paused) to merely *read* the stream, which bounds what any
     Python driver can do per event:
 
@@ -264,8 +264,11 @@ def reading_costs(w: Workload) -> dict[str, float]:
       driver does at least once);
     * ``intake_s``: the `WindowDriver`'s columnar reading alone
       (:meth:`adapters.columnar.ColumnarIntake.read`: every event validated and turned into
-      NumPy columns with a key code each, before any sorting, window work or state write).
+      NumPy columns with a key code each, before any sorting, window work or state write),
+      by the compiled reader where it is built (``reader``: ``"compiled"`` or ``"python"``);
+    * ``intake_python_s``: the same by the pure-Python reader (``read_python``).
     """
+    from adapters import columnar
     from adapters.columnar import ColumnarIntake
 
     intake = ColumnarIntake(FIELD, [True])
@@ -280,11 +283,16 @@ def reading_costs(w: Workload) -> dict[str, float]:
         start = time.perf_counter()
         taken = sum(intake.read(batch) is not None for batch in w.batches)
         split = time.perf_counter() - start
+        start = time.perf_counter()
+        taken_python = sum(intake.read_python(batch) is not None for batch in w.batches)
+        split_python = time.perf_counter() - start
     finally:
         gc.enable()
-    if taken != len(w.batches):  # read() returns None at once for what it does not cover
-        raise RuntimeError(f"the columnar intake took {taken} of {len(w.batches)} batches")
-    return {"touch_s": touch, "intake_s": split}
+    if taken != len(w.batches) or taken_python != taken:  # None: not covered
+        raise RuntimeError(f"the columnar intake took {taken} (Python reader: {taken_python})"
+                           f" of {len(w.batches)} batches")
+    return {"touch_s": touch, "intake_s": split, "intake_python_s": split_python,
+            "reader": "python" if columnar.compiled_reader is None else "compiled"}
 
 
 # =====================================================================================
@@ -420,7 +428,9 @@ def measure(n: int = EVENTS, *, keys: int = KEYS, hours: float = SPAN_HOURS,
     say = print if verbose else (lambda *a, **k: None)
     reading = reading_costs(full)
     say(f"  reading: touch {reading['touch_s'] / full.events * 1e9:.0f} ns/event, columnar "
-        f"intake {reading['intake_s'] / full.events * 1e9:.0f} ns/event", flush=True)
+        f"intake {reading['intake_s'] / full.events * 1e9:.0f} ns/event ({reading['reader']} "
+        f"reader; Python reader {reading['intake_python_s'] / full.events * 1e9:.0f})",
+        flush=True)
     sliding: list[dict[str, Any]] = []
     for k, slide in slides.items():
         share = key_share.get(k)
@@ -672,7 +682,7 @@ def _rounds_text(sliding: list[dict[str, Any]]) -> str:
             f"goals below){spread}.")
 
 
-def _reading_text(reading: dict[str, float], n: int, at_k1: list[dict[str, Any]]) -> str:
+def _reading_text(reading: dict[str, Any], n: int, at_k1: list[dict[str, Any]]) -> str:
     """What reading the events costs, next to both drivers' whole runs at k = 1."""
     def ns(seconds: float, events: int) -> str:
         return f"{seconds / events * 1e9:,.0f} ns"
@@ -680,12 +690,18 @@ def _reading_text(reading: dict[str, float], n: int, at_k1: list[dict[str, Any]]
     runs = "; ".join(
         f"{e['aggregation']}: per-window driver {ns(e['baseline_s'], e['part_events'])}, "
         f"`WindowDriver` {ns(e['part_swag_s'], e['part_events'])}" for e in at_k1)
+    reader = reading.get("reader", "python")
+    python = reading.get("intake_python_s")
+    how = ("by the compiled reader, `adapters/_batch_reader.c`" if reader == "compiled"
+           else "by the pure-Python reader: the compiled one was not built")
+    other = (f"; by the pure-Python reader, {ns(python, n)}"
+             if reader == "compiled" and python else "")
     return (
         "**Where the time goes at k = 1.** Per event, a bare loop that unpacks each event and "
         f"reads its value costs {ns(reading['touch_s'], n)}; the `WindowDriver`'s reading "
         "alone (every event validated and turned into NumPy columns; no sorting, window work "
-        f"or state) {ns(reading['intake_s'], n)}. Whole runs ({runs}). At k = 1 the "
-        "per-window driver does the least work possible (one accumulator update per event, "
+        f"or state) {ns(reading['intake_s'], n)} ({how}{other}). Whole runs ({runs}). At k = 1 "
+        "the per-window driver does the least work possible (one accumulator update per event, "
         f"no validation, no state encoding): its fastest whole run costs {fastest:.1f}x what "
         "the `WindowDriver` spends on reading alone, before any window work or state "
         "write.\n")

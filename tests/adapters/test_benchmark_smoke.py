@@ -135,3 +135,7 @@ def test_measure_and_markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert "### Goals (issue 4)" in text
     assert text.count("at least 10x") == text.count("never slower") == 2
     assert "8 of 8 runs equal" not in text and "10 of 10 runs equal" in text
+    from adapters import columnar
+    compiled = columnar.compiled_reader is not None
+    assert payload["reading"]["reader"] == ("compiled" if compiled else "python")
+    assert ("by the compiled reader" in text) is compiled

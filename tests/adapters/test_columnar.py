@@ -24,6 +24,16 @@ def _per_key_path(monkeypatch: pytest.MonkeyPatch) -> None:
     runtime covers would take that instead (tested in ``test_batch_runtime.py``)."""
     monkeypatch.setattr(BatchRuntime, "for_driver", classmethod(lambda cls, *a: None))
 
+
+@pytest.fixture(autouse=True, params=["compiled reader", "python reader"])
+def _reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test with each reader of ``ColumnarIntake.read`` (the compiled one where it is
+    built; ``test_batch_reader.py`` compares the two directly)."""
+    if request.param == "python reader":
+        monkeypatch.setattr(columnar, "compiled_reader", None)
+    elif columnar.compiled_reader is None:
+        pytest.skip("adapters._batch_reader not built")
+
 FIELD = "v"
 QUERIES = {
     "max": {"windows": [{"kind": "sliding", "range": 60, "slide": 20}],
