@@ -14,9 +14,10 @@ always runs.
 
 Why: the general path handles one key at a time, so each of its C-level passes walks that key's
 events, spread over the whole batch in memory (a few MB for 10^4 events). This intake reads
-each event once, in arrival order (``operator.itemgetter`` and one ``numpy.array`` per column),
-then groups, sorts and encodes with array operations, and hands each key fresh, compact Python
-objects:
+each event once, in arrival order (in one C pass by the compiled reader,
+``adapters/_batch_reader.c``, where it is built; else ``operator.itemgetter`` and one
+``numpy.array`` per column), then groups, sorts and encodes with array operations, and hands
+each key fresh, compact Python objects:
 
 * per key, the pending-buffer records ``(time, value)`` sorted by time, ties in arrival order
   (two stable ``numpy.argsort`` passes, by time then by key, for the whole batch);
@@ -54,6 +55,8 @@ except ImportError:  # pragma: no cover - the tests run both readers where it is
 MIN_BATCH = 64
 #: Events checked per pass (a few hundred KB of objects: stays in the CPU cache).
 _CHUNK = 1024
+#: Batches with fewer distinct keys get int16 key codes (NumPy radix-sorts 16-bit integers).
+_INT16_KEYS = 2**15
 
 _KEY, _TIME, _VALUE = (operator.itemgetter(i) for i in range(3))
 
@@ -106,7 +109,7 @@ def key_time_order(codes: Any, times: Any) -> Any:
     if not len(codes):
         return np.zeros(0, np.intp)
     top = int(codes.max()) + 1
-    small = codes.astype(np.int16) if top <= 2**15 else codes
+    small = codes.astype(np.int16) if top <= _INT16_KEYS else codes
     lo = int(times.min())
     span = int(times.max()) - lo + 1
     if span * top < 2**62:
@@ -163,8 +166,8 @@ class ColumnarIntake:
             return self.read_python(events)
         first_seen, code_bytes, time_bytes, value_bytes = got
         codes = np.frombuffer(code_bytes, np.intp)
-        if len(first_seen) < 2**15:
-            codes = codes.astype(np.int16)  # as the Python reader's: radix sort
+        if len(first_seen) < _INT16_KEYS:
+            codes = codes.astype(np.int16)
         return BatchColumns(first_seen, codes, np.frombuffer(time_bytes, np.int64),
                             np.frombuffer(value_bytes, np.float64), events)
 
@@ -201,7 +204,7 @@ class ColumnarIntake:
         if not np.isfinite(x).all():
             return None  # NaN / inf: the general path decides (lifts may refuse them)
         code_of = {k: i for i, k in enumerate(first_seen)}
-        code_type = np.int16 if len(first_seen) < 2**15 else np.intp  # int16: radix sort
+        code_type = np.int16 if len(first_seen) < _INT16_KEYS else np.intp
         codes = np.fromiter(map(code_of.__getitem__, keys), dtype=code_type, count=n)
         return BatchColumns(first_seen, codes, np.concatenate(time_parts), x, events)
 
