@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from adapters.codec import encode_entry, encode_float_record_segment
 from adapters.columnar import key_time_order
 from adapters.results import LateEvent, Output
-from adapters.runtime import INF
+from adapters.runtime import INF, pop_segments
 from adapters.slicing import TimeLane, _due_window_ends, end_after
 from adapters.state import KeyState, StateBackend
 
@@ -119,9 +119,6 @@ class _Key:
     __slots__ = ("id", "late", "meta_bytes", "open_acc", "open_start", "released",
                  "segments", "seq", "wm")
 
-    #: no policy lanes (read by ``WindowDriver._encode_meta``)
-    lanes: tuple[()] = ()
-
     def __init__(self, ident: int) -> None:
         self.id = ident
         self.meta_bytes: bytes | None = None
@@ -146,6 +143,8 @@ class BatchRuntime:
         self._fn = fn
         self._fold, self._fold_onto = lane.kernels[0].fold, lane.kernels[0].fold_onto
         self._mean = fn == "mean"
+        #: the ufunc of a selective fn (``None`` for sum / mean)
+        self._select = {"max": np.maximum, "min": np.minimum}.get(fn)
         self._g, self._base = lane.width, lane.base
         _, self._idx, self._r, self._s, self._e0 = lane._sliding[0]
         assert lane.out is not None  # one output: rows get row[out] = value
@@ -239,7 +238,8 @@ class BatchRuntime:
             closed = [(start, self._components(part)) for start, part in ls.w.items()]
             if ls.open_acc is not None:
                 self._components(ls.open_acc)
-            driver._cache.pop(key, None)  # taken over (only now: a refusal leaves it)
+            # taken over (only now: if this key is refused, its per-key cache stays)
+            driver._cache.pop(key, None)
             k.meta_bytes = meta
             k.wm, k.seq, k.released, k.late = rt.wm, rt.seq, rt.released, rt.late
             k.segments = list(rt.segments)
@@ -294,8 +294,9 @@ class BatchRuntime:
         try:
             self._apply(keys, states, watermark, out, cols)
         except _NotCovered:
-            # raised while loading, before any change to state: the keys loaded so far are
-            # dropped (their rows in the arrays were not replaced), the rest stay cached
+            # raised while loading, before any change to state: every key of the call is
+            # dropped from this runtime (the per-key path now runs them; keys taken over
+            # earlier in the call rebuild from their state there)
             self._drop_keys(keys)
             return False
         except BaseException:
@@ -331,8 +332,11 @@ class BatchRuntime:
         # release: pending events older than their key's boundary (a prefix of each key's)
         pending = self._pending
         rel = (pending[1] < bound[pending[0]]) | beyond[pending[0]]
-        rid, rtime, rx = _take(pending, rel)
-        pending = _take(pending, ~rel)
+        if rel.any():
+            rid, rtime, rx = _take(pending, rel)
+            pending = _take(pending, ~rel)
+        else:  # nothing released (e.g. a batch under an unchanged watermark): no copies
+            rid, rtime, rx = _take(pending, slice(0, 0))
 
         # new events: late ones out, the rest sorted by (key, time, arrival) into pending
         late_of: dict[int, list[LateEvent]] = {}
@@ -430,13 +434,7 @@ class BatchRuntime:
                     need_beyond[k.id] = True
                 elif final > _I64_MIN:
                     need_at[k.id] = int(final)
-                segments = k.segments
-                if segments and segments[0][0] < final:
-                    gone = []
-                    while segments and segments[0][0] < final:
-                        gone.append(heapq.heappop(segments))
-                    before = int(final) if final != INF else max(t for t, _ in gone) + 1
-                    removal = (before, gone)
+                removal = pop_segments(k.segments, final)
             entry = None
             if a < e:
                 n = e - a
@@ -456,9 +454,8 @@ class BatchRuntime:
 
         # closed slices into the shared arrays, then every due window at once
         if len(rid) or closing:
-            self._add_closed(rid, run_id if len(rid) else None, run_start if len(rid) else None,
-                             run_parts if len(rid) else None,
-                             run_closes if len(rid) else None, closing)
+            runs = (run_id, run_start, run_parts, run_closes) if len(rid) else None
+            self._add_closed(runs, closing)
         if windows:
             self._emit(keys, ks, ids, windows, out.rows)
             keep = ~((self._closed[1] < need_at[self._closed[0]])
@@ -495,8 +492,7 @@ class BatchRuntime:
         folds them onto the open slice)."""
         fn = self._fn
         if fn in ("max", "min"):
-            return [self._reduce(np.maximum if fn == "max" else np.minimum, rx, run_at,
-                                 run_end)]
+            return [self._reduce(self._select, rx, run_at, run_end)]
         xs = rx.tolist()
         fold = self._fold
         zero = (0.0, 0) if fn == "mean" else 0.0
@@ -527,11 +523,13 @@ class BatchRuntime:
         for comp, value in zip(comps, part if self._mean else (part,)):
             comp[j] = value
 
-    def _add_closed(self, rid: Any, run_id: Any, run_start: Any, run_parts: Any,
-                    run_closes: Any, closing: list[tuple[int, int, Any]]) -> None:
-        """Add the closed runs and the open slices that closed to the closed arrays."""
+    def _add_closed(self, runs: tuple[Any, Any, list[Any], Any] | None,
+                    closing: list[tuple[int, int, Any]]) -> None:
+        """Add the closed runs (``runs``: ids, starts, partials and which close, or
+        ``None``) and the open slices that closed to the closed arrays."""
         parts: list[tuple[Any, ...]] = []
-        if run_id is not None:
+        if runs is not None:
+            run_id, run_start, run_parts, run_closes = runs
             parts.append(_take((run_id, run_start, *run_parts), run_closes))
         if closing:
             cols = list(zip(*[(ident, start, *(part if self._mean else (part,)))
@@ -629,8 +627,7 @@ class BatchRuntime:
         once (``hi > lo``)."""
         fn = self._fn
         if fn in ("max", "min"):
-            return self._reduce(np.maximum if fn == "max" else np.minimum, closed[2], lo,
-                                hi).tolist()
+            return self._reduce(self._select, closed[2], lo, hi).tolist()
         sums = self._reduce(np.add, closed[2], lo, hi).tolist()
         if fn == "sum":
             return sums

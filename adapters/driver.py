@@ -52,7 +52,15 @@ from adapters.kernels import Kernel, kernel_for
 from adapters.lanes import CountLane, PolicyLane
 from adapters.policy import pair_aggregation, policy_measure, policy_rule
 from adapters.results import KeyInfo, LateEvent, Output
-from adapters.runtime import INF, TIME, KeyRuntime, LaneState, Record
+from adapters.runtime import (
+    INF,
+    TIME,
+    KeyCounters,
+    KeyRuntime,
+    LaneState,
+    Record,
+    pop_segments,
+)
 from adapters.selection import capability_problem, choose_algorithm
 from adapters.slicing import TimeLane, end_after, slice_grid
 from adapters.specs import (
@@ -412,7 +420,7 @@ class WindowDriver:
                 rt.seq = seq + len(records)
             if late:
                 rt.late += len(late)
-            self._write(state, rt, removal, entry)
+            self._write(state, rt, removal, entry, self._policy_lengths(rt))
         except BaseException:
             self._cache.pop(key, None)  # the cache may be half-changed: rebuild from state
             raise
@@ -424,12 +432,13 @@ class WindowDriver:
             out.late.extend(late)
         out.timers[key] = self._next_timer(rt)
 
-    def _write(self, state: KeyState, rt: Any, removal: tuple[int, list[Any]] | None,
-               entry: tuple[int, int, bytes] | None) -> None:
+    def _write(self, state: KeyState, rt: KeyCounters, removal: tuple[int, list[Any]] | None,
+               entry: tuple[int, int, bytes] | None, policy: str = "") -> None:
         """A call's state writes for one key (``rt``: its runtime, per-key or the batch
-        runtime's): log removals, the new log entry, then the metadata, which the cached
-        runtime remembers (a restart or another path is detected by it changing)."""
-        meta = self._encode_meta(rt)
+        runtime's; ``policy``: :meth:`_policy_lengths`): log removals, the new log entry, then
+        the metadata, which the cached runtime remembers (a restart or another path is
+        detected by it changing)."""
+        meta = self._encode_meta(rt, policy)
         if removal is not None:
             state.remove_events(*removal)
         if entry is not None:
@@ -437,14 +446,18 @@ class WindowDriver:
         state.put_meta(meta)
         rt.meta_bytes = meta
 
-    def _encode_meta(self, rt: KeyRuntime) -> bytes:
+    def _policy_lengths(self, rt: KeyRuntime) -> str:
+        """The metadata's policy-lane lengths (comma-separated; empty without policies)."""
+        if self._first_policy == len(rt.lanes):
+            return ""
+        return ",".join([str(len(ls.w)) for ls in rt.lanes[self._first_policy:]])
+
+    def _encode_meta(self, rt: KeyCounters, policy: str) -> bytes:
         # The same JSON as codec.encode_meta(dict) would write, formatted directly: this runs
         # on every call (tests check the two agree).
         wm = rt.wm
         wm_text = str(wm) if type(wm) is int else "null" if wm == -INF else '"end"' \
             if wm == INF else str(int(wm))
-        policy = ",".join([str(len(ls.w)) for ls in rt.lanes[self._first_policy:]]) \
-            if self._first_policy < len(rt.lanes) else ""
         return (f'{self._meta_head}{_nonce.getrandbits(62)},"wm":{wm_text},"seq":{rt.seq},'
                 f'"rel":{rt.released},"late":{rt.late},"pol":[{policy}]}}').encode()
 
@@ -524,11 +537,7 @@ class WindowDriver:
         times, head = rt.times, rt.head
         if head == len(times):
             return None
-        bound = b
-        for lane, ls in zip(self._lanes, rt.lanes):
-            need = lane.retention(ls, rt, b)
-            if need < bound:
-                bound = need
+        bound = self._retention_bound(rt, b)
         if times[head] >= bound:
             return None
         k = bisect_left(times, bound, head)
@@ -536,15 +545,16 @@ class WindowDriver:
             del times[:k]
             k = 0
         rt.head = k
-        segments = rt.segments
-        if not segments or segments[0][0] >= bound:
-            return None
-        keys = []
-        pop = heapq.heappop
-        while segments and segments[0][0] < bound:
-            keys.append(pop(segments))
-        before = int(bound) if bound != INF else max(t for t, _ in keys) + 1
-        return before, keys
+        return pop_segments(rt.segments, bound)
+
+    def _retention_bound(self, rt: KeyRuntime, b: int | float) -> int | float:
+        """The oldest time any lane still needs at boundary ``b`` (at most ``b``)."""
+        bound = b
+        for lane, ls in zip(self._lanes, rt.lanes):
+            need = lane.retention(ls, rt, b)
+            if need < bound:
+                bound = need
+        return bound
 
     # ------------------------------------------------------------------ cache and rebuild
     def _remember(self, key: Any, rt: KeyRuntime) -> None:
@@ -624,12 +634,7 @@ class WindowDriver:
             lane.restore(ls, rt, released, b, key, policy_lengths)
         # retain what a live runtime retains (``_trim_log``): the log keeps whole entries,
         # some older than the lanes need
-        bound = b
-        for lane, ls in zip(self._lanes, rt.lanes):
-            need = lane.retention(ls, rt, b)
-            if need < bound:
-                bound = need
-        rt.head = bisect_left(rt.times, bound)
+        rt.head = bisect_left(rt.times, self._retention_bound(rt, b))
         rt.meta_bytes = meta_bytes
         return rt
 

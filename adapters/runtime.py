@@ -3,8 +3,9 @@ state of each lane's structure. Rebuilt from the engine's state on a cache miss.
 
 from __future__ import annotations
 
+import heapq
 import math
-from typing import Any
+from typing import Any, Protocol
 
 from swag_core import Window
 
@@ -79,4 +80,31 @@ class KeyRuntime:
         return self.times[len(self.times) - (self.released - position) - 1]
 
 
-__all__ = ["LIFTED", "POLICY", "TIME", "VALUE", "KeyRuntime", "LaneState", "Record"]
+class KeyCounters(Protocol):
+    """What a key's metadata records (:meth:`adapters.WindowDriver._write`): held by
+    :class:`KeyRuntime` and by the cross-key batch runtime's per-key record alike."""
+
+    wm: int | float
+    seq: int
+    released: int
+    late: int
+    meta_bytes: bytes | None
+
+
+def pop_segments(segments: list[tuple[int, int]], bound: int | float
+                 ) -> tuple[int, list[tuple[int, int]]] | None:
+    """Pops the log entries ``(newest time, seq)`` of the heap ``segments`` whose newest event
+    is older than ``bound``; returns the ``remove_events(before, keys)`` arguments, or
+    ``None`` if there are none (``bound`` may be ``INF``: at end of input)."""
+    if not segments or segments[0][0] >= bound:
+        return None
+    keys = []
+    pop = heapq.heappop
+    while segments and segments[0][0] < bound:
+        keys.append(pop(segments))
+    before = int(bound) if bound != INF else max(t for t, _ in keys) + 1
+    return before, keys
+
+
+__all__ = ["LIFTED", "POLICY", "TIME", "VALUE", "KeyCounters", "KeyRuntime", "LaneState",
+           "Record", "pop_segments"]
