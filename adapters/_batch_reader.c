@@ -54,7 +54,7 @@ read_columns(PyObject *self, PyObject *args)
     Py_ssize_t *code_out = (Py_ssize_t *)PyByteArray_AS_STRING(codes);
     long long *time_out = (long long *)PyByteArray_AS_STRING(times);
     double *value_out = (double *)PyByteArray_AS_STRING(values);
-    /* consecutive events often share a key object: skip its dict lookup */
+    /* consecutive events with the same key object (input grouped by key) skip the lookup */
     PyObject *last_key = NULL;
     Py_ssize_t last_code = -1;
     for (Py_ssize_t i = 0; i < n; i++) {

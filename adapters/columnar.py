@@ -20,7 +20,7 @@ each event once, in arrival order (in one C pass by the compiled reader,
 each key fresh, compact Python objects:
 
 * per key, the pending-buffer records ``(time, value)`` sorted by time, ties in arrival order
-  (two stable ``numpy.argsort`` passes, by time then by key, for the whole batch);
+  (:func:`key_time_order`, once for the whole batch);
 * per key, the log entry: a segment of its events in that same order (sliced from two
   ``tobytes`` of the batch), byte for byte what :func:`adapters.codec.encode_entry` writes
   for them;

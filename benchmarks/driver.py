@@ -269,9 +269,8 @@ def reading_costs(w: Workload) -> dict[str, Any]:
     * ``intake_python_s``: the same by the pure-Python reader (``read_python``).
     """
     from adapters import columnar
-    from adapters.columnar import ColumnarIntake
 
-    intake = ColumnarIntake(FIELD, [True])
+    intake = columnar.ColumnarIntake(FIELD, [True])
     gc.collect()
     gc.disable()
     try:
