@@ -42,7 +42,7 @@ def partial_field(fn: str, field: str | None) -> str:
     reads them with it). ``count`` (no field) is the slice's event count."""
     if fn == "count" and field is None:
         return COUNT_FIELD
-    if fn not in SLICEABLE_FNS[1:] or field is None:
+    if fn == "count" or fn not in SLICEABLE_FNS or field is None:
         raise ValueError(f"no slice partial for fn {fn!r} of field {field!r} (partials: "
                          f"count of events, and max, min, sum or mean of a field)")
     return f"{fn}:{field}"

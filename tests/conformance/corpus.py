@@ -242,7 +242,7 @@ def iter_events(scenario: dict[str, Any]) -> Iterator[list[Any]]:
 
 
 # --------------------------------------------------------------------------- validation
-def _is_int(x: Any) -> bool:
+def is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
@@ -265,7 +265,7 @@ def _check_window(i: int, spec: Any, errors: list[str]) -> None:
     for f in fields & (required | optional):
         if spec["kind"] == "policy" and f in ("measure", "limit", "field"):
             continue
-        if not _is_int(spec[f]):
+        if not is_int(spec[f]):
             errors.append(f"{where}.{f} must be an integer, got {spec[f]!r}")
     if spec["kind"] == "policy" and not len(errors) > before:
         limit = spec["limit"]
@@ -312,7 +312,7 @@ def _check_aggregation(name: Any, spec: Any, errors: list[str]) -> None:
     if "ddof" in spec and spec["ddof"] not in (0, 1):
         errors.append(f"{where}.ddof must be 0 or 1")
     for p in ("bits", "hashes"):
-        if p in spec and not (_is_int(spec[p]) and spec[p] > 0):
+        if p in spec and not (is_int(spec[p]) and spec[p] > 0):
             errors.append(f"{where}.{p} must be a positive integer")
 
 
@@ -328,7 +328,7 @@ def _check_steps(steps: Any, bad_input: bool, errors: list[str]) -> None:
             continue
         if "watermark" in step:
             w = step["watermark"]
-            if not (_is_int(w) or w == END):
+            if not (is_int(w) or w == END):
                 errors.append(f"{where}.watermark must be an integer or {END!r}, got {w!r}")
         elif "generate" in step:
             spec = step["generate"]
@@ -351,9 +351,9 @@ def _check_steps(steps: Any, bad_input: bool, errors: list[str]) -> None:
                     errors.append(f"{w}: must be [key, time, value]")
                     continue
                 key, t, value = ev
-                if not (isinstance(key, str) or _is_int(key)):
+                if not (isinstance(key, str) or is_int(key)):
                     errors.append(f"{w}: key must be a string or an integer, got {key!r}")
-                if not _is_int(t) and not bad_input:
+                if not is_int(t) and not bad_input:
                     errors.append(f"{w}: time must be an integer, got {t!r}")
                 if not isinstance(value, dict):
                     errors.append(f"{w}: value must be an object, got {value!r}")
@@ -405,7 +405,7 @@ def validate_scenario(scenario: Any, stem: str | None = None) -> list[str]:
             for out, spec in aggs.items():
                 _check_aggregation(out, spec, errors)
         lateness = query.get("allowed_lateness", 0)
-        if not (_is_int(lateness) and lateness >= 0):
+        if not (is_int(lateness) and lateness >= 0):
             errors.append(f"query.allowed_lateness must be an integer >= 0, got {lateness!r}")
 
     expect = scenario["expect_error"]
@@ -441,7 +441,7 @@ def _late_count(scenario: dict[str, Any]) -> int:
         if "watermark" in step:
             w = max(w, watermark_value(step))
         else:
-            late += sum(1 for ev in step["events"] if _is_int(ev[1]) and ev[1] < w - lateness)
+            late += sum(1 for ev in step["events"] if is_int(ev[1]) and ev[1] < w - lateness)
     return late
 
 
@@ -458,7 +458,7 @@ def _check_tags(scenario: dict[str, Any]) -> list[str]:
     at_time: dict[Any, int] = {}  # events per time, all keys
     by_key: dict[Any, list[int]] = {}  # integer times per key, in arrival order
     for ev in events:
-        if _is_int(ev[1]):
+        if is_int(ev[1]):
             by_key.setdefault(ev[0], []).append(ev[1])
         per_time[(ev[0], ev[1])] = per_time.get((ev[0], ev[1]), 0) + 1
         at_time[ev[1]] = at_time.get(ev[1], 0) + 1
@@ -466,7 +466,7 @@ def _check_tags(scenario: dict[str, Any]) -> list[str]:
         "single-key": len(keys) == 1,
         "multi-key": len(keys) >= 2,
         "many-keys": len(keys) >= 20,
-        "int-keys": bool(keys) and all(_is_int(k) for k in keys),
+        "int-keys": bool(keys) and all(is_int(k) for k in keys),
         "burst": max(at_time.values(), default=0) >= 1000,
         "ties": max(per_time.values(), default=0) >= 2,
         "over": "over" in kinds,
@@ -480,7 +480,7 @@ def _check_tags(scenario: dict[str, Any]) -> list[str]:
         "sliding-nondivisible": any(w["kind"] == "sliding" and w["range"] % w["slide"] != 0
                                     for w in sc["query"]["windows"]),
         "offset": any(w.get("offset", 0) != 0 for w in sc["query"]["windows"]),
-        "negative-time": any(_is_int(ev[1]) and ev[1] < 0 for ev in events),
+        "negative-time": any(is_int(ev[1]) and ev[1] < 0 for ev in events),
         "multi-window": len(sc["query"]["windows"]) >= 2,
         "multi-aggregation": len(sc["query"]["aggregations"]) >= 4,
         "non-commutative": bool(fns & {"collect", "first", "last", "argmin", "argmax"}),
@@ -490,7 +490,7 @@ def _check_tags(scenario: dict[str, Any]) -> list[str]:
         "lateness": sc["query"].get("allowed_lateness", 0) > 0,
         "late": _late_count(sc) > 0,
         "watermark-regression": any(
-            _is_int(b) and (a == END or (_is_int(a) and b < a))
+            is_int(b) and (a == END or (is_int(a) and b < a))
             for i, a in enumerate(watermarks) for b in watermarks[i + 1:]),
         "watermark-stall": len(watermarks) != len(set(map(str, watermarks))),
         "generated": any("generate" in s for s in scenario["steps"]),
