@@ -294,6 +294,32 @@ def reading_costs(w: Workload) -> dict[str, Any]:
             "reader": "python" if columnar.compiled_reader is None else "compiled"}
 
 
+def reader_ab(w: Workload, k: int = 60, label: str = "Max",
+              repeats: int = REPEATS) -> dict[str, Any] | None:
+    """The whole `WindowDriver` run with the compiled reader and with the pure-Python one
+    (``adapters.columnar.compiled_reader`` set to ``None``), rounds alternating; ``None``
+    where the compiled reader is not built."""
+    from adapters import columnar
+
+    compiled = columnar.compiled_reader
+    if compiled is None:
+        return None
+    name, fn = AGGREGATIONS[label]
+    query = sliding_query(SLIDES[k], fn, name)
+    times: dict[str, list[float]] = {"compiled_s": [], "python_s": []}
+    rows: dict[str, list[dict[str, Any]]] = {}
+    try:
+        for _ in range(repeats):
+            for which, reader in (("compiled_s", compiled), ("python_s", None)):
+                columnar.compiled_reader = reader
+                seconds, _cpu, rows[which], _info = timed(run_swag, w, query)
+                times[which].append(seconds)
+    finally:
+        columnar.compiled_reader = compiled
+    equal = compare_windows(rows["compiled_s"], rows["python_s"], name)["equal"]
+    return {"k": k, "aggregation": label, "events": w.events, "equal": equal, **times}
+
+
 # =====================================================================================
 # pandas, for OVER windows
 # =====================================================================================
@@ -467,8 +493,8 @@ def measure(n: int = EVENTS, *, keys: int = KEYS, hours: float = SPAN_HOURS,
                 "rows": full_rows, "late": info["late"], "structures": info["structures"],
                 "batch_runtime": info["batch_runtime"],
                 "part_keys": len(part.keys), "part_events": part.events, "rounds": repeats,
-                "round_swag_s": [t for t, _ in part_t], "round_baseline_s": [t for t, _ in base_t],
-                "round_speedups": ratios}
+                "round_part_swag_s": [t for t, _ in part_t],
+                "round_baseline_s": [t for t, _ in base_t], "round_speedups": ratios}
             entry.update({
                 "part_swag_s": part_s, "part_swag_cpu_s": part_cpu,
                 "part_swag_eps": part.events / part_s,
@@ -484,6 +510,11 @@ def measure(n: int = EVENTS, *, keys: int = KEYS, hours: float = SPAN_HOURS,
                 f"{entry['baseline_eps']:8.0f} ev/s: x{entry['speedup']:.2f} "
                 f"(cpu x{entry['speedup_cpu']:.2f}); rows equal: {entry['check']['equal']}",
                 flush=True)
+    ab = reader_ab(full, repeats=repeats) if 60 in slides else None
+    if ab is not None:
+        say(f"  reader A/B at k=60 Max: compiled {statistics.median(ab['compiled_s']):.2f} s, "
+            f"python {statistics.median(ab['python_s']):.2f} s; rows equal: {ab['equal']}",
+            flush=True)
     over: list[dict[str, Any]] = []
     if pandas:
         accepted = full.accepted()
@@ -507,7 +538,8 @@ def measure(n: int = EVENTS, *, keys: int = KEYS, hours: float = SPAN_HOURS,
     return {"events": full.events, "keys": keys, "batch": batch, "span_hours": hours,
             "mean_delay_ms": MEAN_DELAY, "max_delay_ms": MAX_DELAY,
             "watermark_delay_ms": WATERMARK_DELAY, "allowed_lateness": LATENESS,
-            "sliding": sliding, "over": over, "reading": reading, "load_before": load_before,
+            "sliding": sliding, "over": over, "reading": reading, "reader_ab": ab,
+            "load_before": load_before,
             "load_after": _load(), "seconds": time.perf_counter() - started}
 
 
@@ -603,9 +635,11 @@ def markdown(payload: dict[str, Any]) -> str:
     reading = payload.get("reading")
     if reading and any(k == 1 for k, _ in by):
         out.append(_reading_text(reading, n, [by[key] for key in sorted(by) if key[0] == 1]))
+    if payload.get("reader_ab"):
+        out.append(_reader_text(payload["reader_ab"]))
     structures = sorted({f"`{s[2]}` ({e['aggregation']})" for e in sliding + over
-                         for s in e["structures"] if not e.get("batch_runtime")})
-    batched = [f"{e['aggregation']} at k = {e['k']}" for e in sliding if e.get("batch_runtime")]
+                         for s in e.get("structures", ()) if not e.get("batch_runtime")})
+    batched = [f"{e['aggregation']} at k = {e['k']}" for e in sliding if e["batch_runtime"]]
     if batched:
         out.append(f"`process_batch` / `advance_keys` ran the cross-key batch runtime (slices "
                    f"reduced into windows in NumPy) for: {', '.join(batched)}.\n")
@@ -674,7 +708,7 @@ def _subset_text(partial: list[dict[str, Any]]) -> str:
 
 
 def _speedup_text(e: dict[str, Any]) -> str:
-    rounds = e.get("round_speedups") or [e["speedup"]]
+    rounds = e["round_speedups"]
     spread = f" (rounds {min(rounds):.2f}x-{max(rounds):.2f}x)" if len(rounds) > 1 else ""
     return f"{e['speedup']:.2f}x{spread}; CPU time {e['speedup_cpu']:.2f}x"
 
@@ -684,11 +718,11 @@ def _spread(times: list[float]) -> float:
 
 
 def _rounds_text(sliding: list[dict[str, Any]]) -> str:
-    rounds = max((e.get("rounds", 1) for e in sliding), default=1)
+    rounds = max((e["rounds"] for e in sliding), default=1)
     if rounds == 1:
         return "One timed run per cell: expect noise."
     spreads = [_spread(e[name]) for e in sliding
-               for name in ("round_swag_s", "round_baseline_s") if name in e]
+               for name in ("round_part_swag_s", "round_baseline_s")]
     spread = (f"; one driver's rounds of one cell differed by up to {max(spreads):.2f}x"
               if spreads else "")
     return (f"Each sliding cell: {rounds} rounds alternating the two drivers; times are "
@@ -700,25 +734,31 @@ def _reading_text(reading: dict[str, Any], n: int, at_k1: list[dict[str, Any]]) 
     """What reading the events costs, next to both drivers' whole runs at k = 1."""
     def ns(seconds: float, events: int) -> str:
         return f"{seconds / events * 1e9:,.0f} ns"
-    fastest = min(e["baseline_s"] / e["part_events"] for e in at_k1) / (reading["intake_s"] / n)
     runs = "; ".join(
         f"{e['aggregation']}: per-window driver {ns(e['baseline_s'], e['part_events'])}, "
         f"`WindowDriver` {ns(e['part_swag_s'], e['part_events'])}" for e in at_k1)
-    reader = reading.get("reader", "python")
-    python = reading.get("intake_python_s")
-    how = ("by the compiled reader, `adapters/_batch_reader.c`" if reader == "compiled"
+    how = (f"by the compiled reader, `adapters/_batch_reader.c`; by the pure-Python reader, "
+           f"{ns(reading['intake_python_s'], n)}" if reading["reader"] == "compiled"
            else "by the pure-Python reader: the compiled one was not built")
-    other = (f"; by the pure-Python reader, {ns(python, n)}"
-             if reader == "compiled" and python else "")
     return (
         "**Where the time goes at k = 1.** Per event, a bare loop that unpacks each event and "
         f"reads its value costs {ns(reading['touch_s'], n)}; the `WindowDriver`'s reading "
         "alone (every event validated and turned into NumPy columns; no sorting, window work "
-        f"or state) {ns(reading['intake_s'], n)} ({how}{other}). Whole runs ({runs}). At k = 1 "
-        "the per-window driver does the least work possible (one accumulator update per event, "
-        f"no validation, no state encoding): its fastest whole run costs {fastest:.1f}x what "
-        "the `WindowDriver` spends on reading alone, before any window work or state "
-        "write.\n")
+        f"or state) {ns(reading['intake_s'], n)} ({how}). Whole runs ({runs}).\n")
+
+
+def _reader_text(ab: dict[str, Any]) -> str:
+    """The whole driver with each reader (:func:`reader_ab`)."""
+    def per_event(times: list[float]) -> str:
+        def ns(t: float) -> str:
+            return f"{t / ab['events'] * 1e9:,.0f}"
+        return (f"{ns(statistics.median(times))} ns per event (rounds {ns(min(times))}-"
+                f"{ns(max(times))})")
+    return (f"**Without the compiled reader.** The whole `WindowDriver` run at k = {ab['k']}, "
+            f"{ab['aggregation']}, {len(ab['compiled_s'])} rounds alternating the two readers: "
+            f"{per_event(ab['compiled_s'])} with the compiled reader, "
+            f"{per_event(ab['python_s'])} with the pure-Python one; rows equal: "
+            f"{'yes' if ab['equal'] else '**no**'}.\n")
 
 
 def _plot(payload: dict[str, Any], path: Any) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from adapters import columnar
 from benchmarks import common
 from benchmarks import driver as bench
 
@@ -135,7 +136,20 @@ def test_measure_and_markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert "### Goals (issue 4)" in text
     assert text.count("at least 10x") == text.count("never slower") == 2
     assert "8 of 8 runs equal" not in text and "10 of 10 runs equal" in text
-    from adapters import columnar
-    compiled = columnar.compiled_reader is not None
-    assert payload["reading"]["reader"] == ("compiled" if compiled else "python")
-    assert ("by the compiled reader" in text) is compiled
+    if columnar.compiled_reader is not None:  # the reader A/B ran and is reported
+        assert payload["reading"]["reader"] == "compiled" and "by the compiled reader" in text
+        ab = payload["reader_ab"]
+        assert ab["equal"] and len(ab["compiled_s"]) == len(ab["python_s"]) == bench.REPEATS
+        assert "**Without the compiled reader.**" in text
+
+
+def test_without_the_compiled_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("numpy")
+    stream = bench.workload(N, keys=KEYS, hours=HOURS, batch=200)  # the intake's batch size
+    monkeypatch.setattr(columnar, "compiled_reader", None)
+    reading = bench.reading_costs(stream)
+    assert reading["reader"] == "python"
+    assert bench.reader_ab(stream) is None
+    entry = {"aggregation": "Max", "baseline_s": 1.0, "part_events": N, "part_swag_s": 0.5}
+    text = bench._reading_text(reading, stream.events, [entry])
+    assert "the compiled one was not built" in text and "by the compiled reader" not in text
