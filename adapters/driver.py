@@ -329,7 +329,9 @@ class WindowDriver:
     def advance_keys(self, keys: Iterable[Hashable], watermark: Any,
                      backend: StateBackend | None = None) -> Output:
         """:meth:`advance_watermark` for several keys (together, with
-        :attr:`batch_runtime`)."""
+        :attr:`batch_runtime`). ``watermark`` is parsed first, even for no keys: ``None``
+        raises :class:`BadEventError` (only :meth:`process_batch` takes ``None``, "no
+        watermark yet")."""
         backend = backend if backend is not None else self.backend
         out = Output()
         w = parse_watermark(watermark)
