@@ -17,9 +17,9 @@ from apache_beam.typehints.typehints import coerce_to_kv_type
 from adapters import WindowDriver, parse_query
 from adapters.windows import duration_ms, normalize_window
 
-from .dofn import LATE_TAG, BagLogDoFn, OrderedLogDoFn
+from .dofn import LATE_TAG, STATE_KINDS, dofn_class, timer_suffix
 
-STATE_CHOICES = ("auto", "ordered_list", "bag")
+STATE_CHOICES = ("auto", *STATE_KINDS)
 TIMESTAMP_CHOICES = ("window", "emission")
 
 
@@ -129,12 +129,24 @@ class SlidingAggregate(beam.PTransform):
             # (key, value) pairs the stateful DoFn needs (it checks each element anyway).
             pcoll = pcoll | "As (key, value)" >> beam.Map(_identity).with_output_types(
                 tuple[Any, Any])
-        cls = BagLogDoFn if self._state_kind(pcoll) == "bag" else OrderedLogDoFn
+        cls = dofn_class(self._state_kind(pcoll), timer_suffix(_full_label(pcoll, self.label)))
         dofn = cls(self.query, algorithm=self.algorithm, max_cached_keys=self.max_cached_keys,
                    time=self.time, wake_timers=not pcoll.is_bounded,
                    timestamps=self.timestamps)
         result = pcoll | "Windows" >> beam.ParDo(dofn).with_outputs(LATE_TAG, main="rows")
         return result if self.with_late_output else result.rows
+
+
+def _full_label(pcoll: beam.PCollection, label: str) -> str:
+    """The full label of the transform being expanded (``Outer/Inner/...``): unique in the
+    pipeline and the same each time the pipeline is built."""
+    # Beam has no public accessor: Pipeline.apply pushes the AppliedPTransform it expands.
+    current = pcoll.pipeline._current_transform()
+    full_label: str = current.full_label
+    if not full_label.endswith(label):
+        raise RuntimeError(f"SlidingAggregate {label!r}: expanded outside Pipeline.apply "
+                           f"(current transform {full_label!r})")
+    return full_label
 
 
 def _identity(x: Any) -> Any:

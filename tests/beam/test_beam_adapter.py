@@ -374,11 +374,12 @@ def test_dofn_timers_and_counters() -> None:
     output and the counter."""
     from apache_beam.pvalue import TaggedOutput
 
-    from beam_adapter import OrderedLogDoFn
+    from beam_adapter import dofn_class
 
     transform = SlidingAggregate(window=tumbling(200), aggregations={"n": {"fn": "count"}})
-    dofn = OrderedLogDoFn(transform.query, algorithm=None, max_cached_keys=None, time=None,
-                          wake_timers=True, timestamps="window")
+    dofn = dofn_class("ordered_list", "test")(transform.query, algorithm=None,
+                                              max_cached_keys=None, time=None,
+                                              wake_timers=True, timestamps="window")
     dofn.setup()
     dofn._late_counter, dofn._rows_counter = FakeCounter(), FakeCounter()
     meta, log, wake, end = FakeValue(), FakeOrderedList(), FakeTimer(), FakeTimer()
