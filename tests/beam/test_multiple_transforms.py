@@ -13,7 +13,6 @@ transforms in one pipeline".
 
 from __future__ import annotations
 
-import random
 import subprocess
 import sys
 from typing import Any
@@ -35,43 +34,15 @@ from apache_beam.utils.timestamp import Timestamp
 
 from beam_adapter import SlidingAggregate
 from tests.beam import sink
+from tests.conformance.multiple import DOUBLED, QUERIES, double, scenario
+from tests.conformance.multiple import steps as multiple_steps
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
-
-QUERIES = [
-    {"windows": [{"kind": "sliding", "range": 200, "slide": 50}],
-     "aggregations": {"s": {"fn": "sum", "field": "v"}, "n": {"fn": "count"}}},
-    {"windows": [{"kind": "tumbling", "size": 100}, {"kind": "over", "range": 150}],
-     "aggregations": {"m": {"fn": "max", "field": "v"}}},
-    {"windows": [{"kind": "sliding", "range": 300, "slide": 100}],
-     "aggregations": {"mean": {"fn": "mean", "field": "v"}, "v": {"fn": "collect",
-                                                                   "field": "v"}}},
-]
 
 
 def _double(kv: tuple[Any, dict[str, Any]]) -> tuple[Any, dict[str, Any]]:
     """The ``Map`` before the third branch (it keeps the element timestamp)."""
-    return kv[0], {"v": 2 * kv[1]["v"]}
-
-
-def _steps(seed: int) -> list[dict[str, Any]]:
-    """Events in batches, each at or after the watermark before it (none is late), the
-    watermark advancing between batches, then the end of input."""
-    rng = random.Random(seed)
-    steps: list[dict[str, Any]] = []
-    for w in range(0, 1200, 300):
-        steps.append({"events": [[rng.choice("abc"), rng.randint(w, w + 399),
-                                  {"v": rng.randint(-5, 20)}] for _ in range(30)]})
-        steps.append({"watermark": w + 300})
-    return [*steps, {"watermark": "end"}]
-
-
-def _oracle(query: dict[str, Any], steps: list[dict[str, Any]], doubled: bool
-            ) -> dict[str, Any]:
-    if doubled:
-        steps = [{"events": [[k, t, _double((k, v))[1]] for k, t, v in step["events"]]}
-                 if "events" in step else step for step in steps]
-    return expected({"query": query, "steps": steps})
+    return kv[0], double(kv[1])
 
 
 def _tv(event: list[Any]) -> TimestampedValue:
@@ -82,7 +53,7 @@ def _tv(event: list[Any]) -> TimestampedValue:
 def _branches(source: Any, state: str, runs: list[int], **options: Any) -> None:
     """The three transforms on one source (the third behind a ``Map``), each to its sink."""
     for i, query in enumerate(QUERIES):
-        branch = source | f"Double {i}" >> beam.Map(_double) if i == 2 else source
+        branch = source | f"Double {i}" >> beam.Map(_double) if i == DOUBLED else source
         _ = (branch
              | f"Swag {i}" >> SlidingAggregate(windows=query["windows"],
                                                aggregations=query["aggregations"],
@@ -91,9 +62,9 @@ def _branches(source: Any, state: str, runs: list[int], **options: Any) -> None:
 
 
 def _check(runs: list[int], steps: list[dict[str, Any]]) -> None:
-    for i, (query, run) in enumerate(zip(QUERIES, runs)):
+    for i, run in enumerate(runs):
         rows = [row for row, _ in sink.take(run)]
-        exp = _oracle(query, steps, doubled=i == 2)
+        exp = expected(scenario(i, steps))
         assert len(exp["rows"]) > 20
         problem = compare(exp, {"rows": rows, "late": {}})
         assert problem is None, f"transform {i}: {problem}"
@@ -103,7 +74,7 @@ def _check(runs: list[int], steps: list[dict[str, Any]]) -> None:
 def test_three_transforms_on_one_source_batch(state: str) -> None:
     """FnApiRunner: every transform emits its own rows (before per-transform timer names,
     two of the three emitted none)."""
-    steps = _steps(5)
+    steps = multiple_steps(5, 4, 30)
     runs = [sink.new_run() for _ in QUERIES]
     try:
         with beam.Pipeline(runner=FnApiRunner()) as p:
@@ -117,7 +88,7 @@ def test_three_transforms_on_one_source_batch(state: str) -> None:
 @pytest.mark.parametrize("state", ["ordered_list", "bag"])
 def test_three_transforms_on_one_source_default_direct_runner(state: str) -> None:
     """The DirectRunner's default batch path (``Create`` with its reshuffle)."""
-    steps = _steps(8)
+    steps = multiple_steps(8, 4, 30)
     runs = [sink.new_run() for _ in QUERIES]
     try:
         with beam.Pipeline(runner="DirectRunner") as p:
@@ -131,7 +102,7 @@ def test_three_transforms_on_one_source_default_direct_runner(state: str) -> Non
 def test_three_transforms_on_one_source_streaming() -> None:
     """TestStream on the BundleBasedDirectRunner (bag state, wake timers): the watermark
     advances between batches."""
-    steps = _steps(6)
+    steps = multiple_steps(6, 4, 30)
     stream = BeamTestStream()
     for step in steps:
         if "events" in step:

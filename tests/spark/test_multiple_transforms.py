@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import os
-import random
 import shutil
 import tempfile
 import uuid
@@ -25,41 +24,15 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from tests.conformance.multiple import DOUBLED, QUERIES, scenario
+from tests.conformance.multiple import steps as multiple_steps
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
 from tests.spark.frames import aggregate, result_columns, rows, schema, shift_for, to_result
 from tests.spark.streaming import END_WATERMARK, _marker, _write_file, step_batches
 
-QUERIES = [
-    {"windows": [{"kind": "sliding", "range": 200, "slide": 50}],
-     "aggregations": {"s": {"fn": "sum", "field": "v"}, "n": {"fn": "count"}}},
-    {"windows": [{"kind": "tumbling", "size": 100}, {"kind": "over", "range": 150}],
-     "aggregations": {"m": {"fn": "max", "field": "v"}}},
-    {"windows": [{"kind": "sliding", "range": 300, "slide": 100}],
-     "aggregations": {"mean": {"fn": "mean", "field": "v"}}},
-]
-#: Branch 2 reads the source through this column change; its oracle sees it too.
-DOUBLED = 2
 FIELDS = {"v": "long"}
 REUSE = "spark.sql.exchange.reuse"
-
-
-def _steps(seed: int) -> list[dict[str, Any]]:
-    """Events in batches, each at or after the watermark before it, then the end."""
-    rng = random.Random(seed)
-    steps: list[dict[str, Any]] = []
-    for w in range(0, 900, 300):
-        steps.append({"events": [[rng.choice("abc"), rng.randint(w, w + 399),
-                                  {"v": rng.randint(-5, 20)}] for _ in range(25)]})
-        steps.append({"watermark": w + 300})
-    return [*steps, {"watermark": "end"}]
-
-
-def _scenario(i: int, steps: list[dict[str, Any]]) -> dict[str, Any]:
-    if i == DOUBLED:
-        steps = [{"events": [[k, t, {"v": 2 * v["v"]}] for k, t, v in step["events"]]}
-                 if "events" in step else step for step in steps]
-    return {"name": f"branch{i}", "query": QUERIES[i], "steps": steps}
 
 
 def _branches(src: DataFrame, steps: list[dict[str, Any]]) -> tuple[DataFrame, list[int]]:
@@ -67,9 +40,9 @@ def _branches(src: DataFrame, steps: list[dict[str, Any]]) -> tuple[DataFrame, l
     member's rows in its own struct column, unioned; and which query each member ran."""
     outs = []
     for i in range(len(QUERIES)):
-        df = src.withColumn("v", F.col("v") * 2) if i == DOUBLED else src
+        df = src.withColumn("v", F.col("v") * 2) if i == DOUBLED else src  # double()
         metric = f"swag_multi{i}" if src.isStreaming else None
-        outs.append(aggregate(df, _scenario(i, steps), metric=metric))
+        outs.append(aggregate(df, scenario(i, steps), metric=metric))
     members = [*range(len(QUERIES)), 0]
     parts = [out.select(F.lit(m).alias("member"), F.struct(*result_columns(out)).alias(f"r{m}"))
              for m, out in zip(range(len(members)), [*outs, outs[0]])]
@@ -82,10 +55,10 @@ def _check(emitted: list[Any], members: list[int], steps: list[dict[str, Any]],
     """Members ``which`` gave exactly the oracle's rows for their query."""
     for m in which:
         i = members[m]
-        scenario = _scenario(i, steps)
+        query = scenario(i, steps)
         records = [row[f"r{m}"].asDict() for row in emitted if row["member"] == m]
-        result = to_result(scenario, records, shift, FIELDS)
-        exp = expected(scenario)
+        result = to_result(query, records, shift, FIELDS)
+        exp = expected(query)
         assert len(exp["rows"]) > 20
         problem = compare(exp, result)
         assert problem is None, f"member {m} (query {i}): {problem}"
@@ -110,7 +83,7 @@ def _stream(spark: Any, steps: list[dict[str, Any]], reuse: bool
     spark.conf.set(REUSE, str(reuse).lower())
     try:
         seq = 0
-        for b, (events, mark) in enumerate(step_batches(_scenario(0, steps))):
+        for b, (events, mark) in enumerate(step_batches(scenario(0, steps))):
             out = rows(events, FIELDS, True, shift, seq)
             seq += len(events)
             if mark is not None:
@@ -144,7 +117,7 @@ def test_several_calls_on_one_streaming_source(spark):
     """Three calls on one streaming source (one behind a column change) and the first
     call's result twice, in one query, without exchange reuse (``local_session``'s
     setting): every member's rows are the oracle's."""
-    steps = _steps(2)
+    steps = multiple_steps(2, 3, 25)
     emitted, members, shift = _stream(spark, steps, reuse=False)
     _check(emitted, members, steps, shift, range(len(members)))
 
@@ -160,7 +133,7 @@ def test_spark_reused_exchange_hides_the_watermark(spark):
     columns has one too (member 1; not checked here, as a per-call input column would
     avoid it). The other members are exact. If this fails after a Spark upgrade, Spark
     fixed it."""
-    steps = _steps(2)
+    steps = multiple_steps(2, 3, 25)
     emitted, members, shift = _stream(spark, steps, reuse=True)
     assert not [row for row in emitted if row["member"] == 3]
     _check(emitted, members, steps, shift, (0, 2))
@@ -168,7 +141,7 @@ def test_spark_reused_exchange_hides_the_watermark(spark):
 
 def test_several_calls_on_one_batch_frame(spark):
     """Batch: the same calls on one DataFrame, unioned into one job."""
-    steps = _steps(3)
+    steps = multiple_steps(3, 3, 25)
     shift = _shift()
     events = [(0, k, t, v) for step in steps for k, t, v in step.get("events", ())]
     src = spark.createDataFrame(rows(events, FIELDS, True, shift),
