@@ -6,14 +6,16 @@ The killed query runs in a child process (``python -m tests.spark.test_kill_rest
 own driver JVM and Python workers, in their own process group). Input: JSON-lines files, one
 per micro-batch, then an end-of-input marker file (pitfall 11 of ``docs/spark.md``); output:
 a Parquet file sink, whose ``_spark_metadata`` log makes a batch's files visible only once
-the batch is committed. The output passes a Python UDF filter that keeps every row; in the
-killed run, the first time it sees a window starting at or after :data:`HANG_AT` (one that
-the watermark releases in a middle micro-batch) it creates a marker file and sleeps. The
-test then kills the whole process group: the micro-batch has started (its offsets are
-logged), the stateful operator is producing its output (its state-store version is not
-committed) and the sink has not committed it. A new child restarts from the checkpoint and
-processes the rest. The committed rows must equal those of an uninterrupted run of the same
-query (in this process's session) and a brute-force computation of the windows.
+the batch is committed. Two Python UDF filters that keep every row are the kill points: one
+on the input rows (before the shuffle into the stateful operator), one on the output rows;
+armed, a gate creates a marker file at its first row past a threshold and sleeps, and the
+test then kills the whole process group. The first child is killed in the map stage of the
+second micro-batch (offsets logged, the stateful operator has not run in it); a second
+child restarts from the checkpoint and is killed while the stateful operator emits the
+windows of a later micro-batch (its state-store version may or may not be written by then;
+the sink has not committed the batch); a third restarts and finishes. The committed rows
+must equal those of an uninterrupted run of the same query (in this process's session) and
+a brute-force computation of the windows.
 """
 
 from __future__ import annotations
@@ -49,8 +51,12 @@ DELAY = "20 seconds"
 #: The end-of-input marker's time: beyond every window (its row is filtered out after
 #: ``withWatermark``, by a filter on the event-time column).
 END_MS = BASE_MS + (FILES + 2) * SPAN_MS
-#: The killed run hangs at the first output window starting here: released by the
-#: watermark of a middle micro-batch, after earlier batches committed windows.
+#: Kill points (:class:`Gates`). The first run hangs at the first input row of file 1, in
+#: the map stage of its micro-batch (before the stateful operator runs in that batch).
+HANG_SEQ = EVENTS_PER_FILE
+#: The second run hangs at the first output window starting here, while the stateful
+#: operator is producing the output of a later micro-batch (released by its watermark),
+#: after earlier batches committed windows.
 HANG_AT = BASE_MS + SPAN_MS
 SCHEMA = "k string, ts timestamp, seq long, v long, x double"
 AGGREGATIONS = {"n": {"fn": "count"}, "s": {"fn": "sum", "field": "v"},
@@ -77,7 +83,7 @@ def events() -> list[dict[str, Any]]:
         rows = [{"k": rng.choice(KEYS), "t": BASE_MS + i * SPAN_MS + rng.randrange(SPAN_MS),
                  "v": rng.randrange(-50, 100), "x": rng.uniform(-1, 1)}
                 for _ in range(EVENTS_PER_FILE)]
-        out.extend(dict(r, seq=len(out) + j, file=i) for j, r in enumerate(rows))
+        out += [dict(r, seq=i * EVENTS_PER_FILE + j, file=i) for j, r in enumerate(rows)]
     return out
 
 
@@ -91,11 +97,12 @@ def write_inputs(directory: Path) -> None:
     _write_file(str(directory), FILES, [{"k": "end", "ts": _iso(END_MS), "seq": -1}])
 
 
-def _gate(marker: str | None) -> Any:
-    """The output filter (keeps every row). With ``marker``: at the first window starting
-    at or after :data:`HANG_AT`, create ``marker`` and sleep (the test kills us then)."""
-    def keep(start_ms):  # no type hints: PySpark would try to read a pandas UDF from them
-        if marker is not None and start_ms >= HANG_AT and not os.path.exists(marker):
+def _gate(marker: str | None, at: int) -> Any:
+    """A filter UDF keeping every row. With ``marker``: at the first value ``>= at``, create
+    ``marker`` and sleep (the test kills the process then). Every run has the same gates
+    (armed or not), so that every run has the same plan."""
+    def keep(x):  # no type hints: PySpark would try to read a pandas UDF from them
+        if marker is not None and x is not None and x >= at and not os.path.exists(marker):
             with open(marker, "x", encoding="utf-8") as f:
                 f.write(str(os.getpid()))
             time.sleep(HANG_SECONDS)
@@ -103,21 +110,26 @@ def _gate(marker: str | None) -> Any:
     return F.udf(keep, "boolean").asNondeterministic()
 
 
-def results(spark: SparkSession, base: Path, marker: str | None = None) -> DataFrame:
-    """The streaming query's output: sliding windows over the input files of ``base/in``."""
+def results(spark: SparkSession, base: Path, gates: tuple[str | None, str | None] = (None, None)
+            ) -> DataFrame:
+    """The streaming query's output: sliding windows over the input files of ``base/in``.
+    ``gates``: the marker files of the input gate (at ``seq`` :data:`HANG_SEQ`) and the
+    output gate (at window start :data:`HANG_AT`), ``None`` for a gate that lets all pass."""
     src = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1)
            .json(str(base / "in")).withWatermark("ts", DELAY)
-           .where(F.unix_millis(F.col("ts")) < END_MS))
+           .where(F.unix_millis(F.col("ts")) < END_MS)
+           .where(_gate(gates[0], HANG_SEQ)(F.col("seq"))))
     out = sliding_aggregate(src, key="k", time="ts",
                             window=sliding(RANGE_MS, SLIDE_MS), aggregations=AGGREGATIONS,
                             order_by="seq")
-    return out.where(_gate(marker)(F.unix_millis(F.col("window_start"))))
+    return out.where(_gate(gates[1], HANG_AT)(F.unix_millis(F.col("window_start"))))
 
 
-def run(spark: SparkSession, base: Path, marker: str | None = None) -> None:
+def run(spark: SparkSession, base: Path,
+        gates: tuple[str | None, str | None] = (None, None)) -> None:
     """Run the query on ``base`` until every input file is processed (file sink
     ``base/out``, checkpoint ``base/ckpt``)."""
-    query = (results(spark, base, marker).writeStream.format("parquet")
+    query = (results(spark, base, gates).writeStream.format("parquet")
              .option("path", str(base / "out"))
              .option("checkpointLocation", str(base / "ckpt"))
              .outputMode("append").start())
@@ -158,7 +170,7 @@ def brute_force() -> list[tuple[Any, ...]]:
 
 
 # ----------------------------------------------------------------------------- the child
-def _child(base: Path, marker: str | None) -> None:
+def _child(base: Path, gates: tuple[str | None, str | None]) -> None:
     """Run the query in this process's own session (same settings as the test session)."""
     from spark_adapter import local_session
     from tests.spark.conftest import SHUFFLE_PARTITIONS, TEST_CONF, worker_python
@@ -169,7 +181,7 @@ def _child(base: Path, marker: str | None) -> None:
     (base / "py").mkdir(exist_ok=True)
     spark.sparkContext.pythonExec = worker_python(base / "py")
     try:
-        run(spark, base, marker)
+        run(spark, base, gates)
     finally:
         spark.stop()
 
@@ -178,15 +190,15 @@ class Child:
     """A child process running :func:`_child` in its own process group, its output in a
     log file."""
 
-    def __init__(self, base: Path, name: str, marker: Path | None) -> None:
+    def __init__(self, base: Path, name: str, gates: tuple[Path | None, Path | None]
+                 ) -> None:
         self.log = base / f"{name}.log"
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (root, env.get("PYTHONPATH")) if p)
-        args = [sys.executable, "-m", "tests.spark.test_kill_restart", str(base)]
-        if marker is not None:
-            args.append(str(marker))
+        args = [sys.executable, "-m", "tests.spark.test_kill_restart", str(base),
+                *(str(g or "-") for g in gates)]
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, cwd=root, env=env,
@@ -238,39 +250,59 @@ def _batch_ids(directory: Path) -> set[int]:
         if directory.is_dir() else set()
 
 
+def _interrupted_batch(ckpt: Path) -> int:
+    """The micro-batch the kill interrupted: its offsets are logged, its commit is not."""
+    started, done = _batch_ids(ckpt / "offsets"), _batch_ids(ckpt / "commits")
+    assert started and max(started) == max(done, default=-1) + 1, \
+        f"not killed inside a micro-batch: offsets {sorted(started)}, commits {sorted(done)}"
+    return max(started)
+
+
 # ----------------------------------------------------------------------------- the test
-def test_sigkill_inside_a_micro_batch_then_restart_gives_the_uninterrupted_rows(
+def test_sigkill_inside_micro_batches_then_restart_gives_the_uninterrupted_rows(
         spark, tmp_path):
+    """Killed twice (in the map stage of a micro-batch, then, after a restart, while the
+    stateful operator emits a later batch's windows), restarted a second time: the
+    committed rows are exactly the uninterrupted run's."""
     ref, killed = tmp_path / "ref", tmp_path / "killed"
     for base in (ref, killed):
         (base / "in").mkdir(parents=True)
         write_inputs(base / "in")
-    run(spark, ref)
-    want = committed(spark, ref)
-    assert [r[:6] for r in want] == brute_force(), \
-        "the uninterrupted run differs from the brute-force windows"
-
-    marker = killed / "hang"
-    children = [Child(killed, "first", marker)]
+    ckpt, children = killed / "ckpt", []
+    hang_in, hang_out = killed / "hang-input", killed / "hang-output"
     try:
-        children[0].wait_for(marker, REACH_TIMEOUT)
-        children[0].kill()
-        ckpt = killed / "ckpt"
-        started, done = _batch_ids(ckpt / "offsets"), _batch_ids(ckpt / "commits")
-        assert done and max(started) == max(done) + 1, \
-            f"not killed inside a micro-batch: offsets {sorted(started)}, commits {sorted(done)}"
+        # the child's JVM starts while the uninterrupted run runs here
+        children.append(Child(killed, "first", (hang_in, None)))
+        run(spark, ref)
+        want = committed(spark, ref)
+        assert [r[:6] for r in want] == brute_force(), \
+            "the uninterrupted run differs from the brute-force windows"
+
+        children[-1].wait_for(hang_in, REACH_TIMEOUT)
+        children[-1].kill()
+        batch = _interrupted_batch(ckpt)
+        # state-store version v is written by micro-batch v - 1: the stateful operator had
+        # not run in the interrupted batch
+        state = ckpt / "state" / "0" / "0"
+        assert (state / f"{batch}.changelog").exists() and not (
+            state / f"{batch + 1}.changelog").exists(), sorted(os.listdir(state))
+
+        children.append(Child(killed, "second", (None, hang_out)))
+        children[-1].wait_for(hang_out, REACH_TIMEOUT)
+        children[-1].kill()
+        assert _interrupted_batch(ckpt) > batch
         before = committed(spark, killed)
         assert 0 < len(before) < len(want) and set(before) <= set(want), \
-            "the kill should fall between committed micro-batches with output"
+            "the second kill should fall after micro-batches that committed windows"
 
-        children.append(Child(killed, "restart", None))
-        children[1].finish(FINISH_TIMEOUT)
+        children.append(Child(killed, "last", (None, None)))
+        children[-1].finish(FINISH_TIMEOUT)
     finally:
         for child in children:
             if child.proc.poll() is None or child.group_alive():
                 child.kill()
     got = committed(spark, killed)
-    assert len(set(got)) == len(got), "duplicate rows after the restart"
+    assert len(set(got)) == len(got), "duplicate rows after the restarts"
     missing = sorted(set(want) - set(got))
     extra = sorted(set(got) - set(want))
     assert got == want, f"{len(missing)} rows lost (e.g. {missing[:3]}), {len(extra)} wrong " \
@@ -278,4 +310,5 @@ def test_sigkill_inside_a_micro_batch_then_restart_gives_the_uninterrupted_rows(
 
 
 if __name__ == "__main__":
-    _child(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else None)
+    _child(Path(sys.argv[1]), (None if sys.argv[2] == "-" else sys.argv[2],
+                               None if sys.argv[3] == "-" else sys.argv[3]))
