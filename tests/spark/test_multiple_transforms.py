@@ -80,7 +80,6 @@ def _stream(spark: Any, steps: list[dict[str, Any]], reuse: bool
     os.makedirs(indir)
     sink = f"swag_multi_{uuid.uuid4().hex}"
     before = spark.conf.get(REUSE, None)
-    spark.conf.set(REUSE, str(reuse).lower())
     try:
         seq = 0
         for b, (events, mark) in enumerate(step_batches(scenario(0, steps))):
@@ -94,6 +93,8 @@ def _stream(spark: Any, steps: list[dict[str, Any]], reuse: bool
                .withWatermark("_wm", "0 seconds")
                .where(F.col("_wm").isNull()).drop("_wm"))
         union, members = _branches(src, steps)
+        # Set after the calls (which refuse reuse): Spark reads it when it plans the query.
+        spark.conf.set(REUSE, str(reuse).lower())
         query = (union.writeStream.format("memory").queryName(sink)
                  .option("checkpointLocation", os.path.join(base, "ckpt"))
                  .outputMode("append").start())
