@@ -2,8 +2,9 @@
 
 A window holds entries ``(time, lifted value)`` ordered by time (ties in insertion order) and
 answers ``query() = lower(v_oldest (+) ... (+) v_youngest)``. Subclasses implement the
-structure; this base class owns argument checking and the generic bulk operations, so that a
-failed call never leaves a structure half-changed.
+structure; this base class owns argument checking, the generic bulk operations and the
+broken state of a window whose update was interrupted half-way (:meth:`Window._fail`), so
+that a failed call never leaves a half-changed structure that still answers.
 
 Subclass checklist (see ``docs/algorithms.md``):
 
