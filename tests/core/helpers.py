@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import bisect
 import math
+import operator
 from collections.abc import Iterable
 from typing import Any
 
 from swag_core import Aggregation, EmptyWindowError
 
 PRIME = 10007
+
+
+def int_sum() -> Aggregation:
+    """A plain ``+`` monoid whose aggregates are the sums themselves (the built-in ``Sum``
+    keeps an exact fixed-point partial): for tests that inspect a structure's aggregates."""
+    return Aggregation(combine=operator.add, identity=0, subtract=operator.sub,
+                       commutative=True, name="sum")
 
 
 def concat() -> Aggregation:
