@@ -15,8 +15,8 @@ slice's start, whose value holds the partials named by :func:`partial_field`:
 The driver runs :func:`sliced_query` over those events (count -> sum of slice counts, max ->
 max of slice maxima, sum -> sum of slice sums, mean -> ``(sum, count)`` pairs lifted into
 :class:`~swag_core.aggregations.Mean`'s exact partial (:func:`swag_core.exact.from_sum`) and
-lowered as the exactly rounded ``sum / count``). A window holds a slice's start iff it holds the slice's events, so in
-batch mode (every event, then ``END_OF_INPUT``) the same windows are emitted with the same
+lowered as the exactly rounded ``sum / count``). A window holds a slice's start iff it holds
+the slice's events, so in batch mode (every event, then ``END_OF_INPUT``) the same windows are emitted with the same
 bounds and, given exact partials, the same values as the query over the raw events.
 
 Whether the engine's partials are exact for a column type (e.g. a floating sum is not) is

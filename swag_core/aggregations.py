@@ -293,7 +293,7 @@ class Variance(Aggregation):
 
         def lower(a: int) -> float | None:
             ratio = variance_ratio(a, ddof)
-            return ratio if ratio is None or type(ratio) is float else ratio_to_float(*ratio)
+            return ratio_to_float(*ratio) if isinstance(ratio, tuple) else ratio
 
         super().__init__(combine=operator.add, identity=0, lift=_moments_lift("variance"),
                          lower=lower, subtract=operator.sub, commutative=True,
@@ -312,7 +312,7 @@ class StdDev(Aggregation):
 
         def lower(a: int) -> float | None:
             ratio = variance_ratio(a, ddof)
-            return ratio if ratio is None or type(ratio) is float else sqrt_ratio(*ratio)
+            return sqrt_ratio(*ratio) if isinstance(ratio, tuple) else ratio
 
         super().__init__(combine=operator.add, identity=0, lift=_moments_lift("stddev"),
                          lower=lower, subtract=operator.sub, commutative=True, name="stddev")

@@ -139,9 +139,10 @@ def from_sum(total: Any, count: int) -> int:
 
 
 # ----------------------------------------------------------------------- moments
-# Variance partial: Q << (_S_BITS + 128) | (S mod 2**_S_BITS) << 128 | n_inf << 64 | n,
-# with S = sum of x (units 2**-1074, signed) and Q = sum of x*x (units 2**-2148).
-# |S| < 2**64 * 2**1024 * 2**1074 < 2**2175, so a signed field of 2176 bits holds it.
+# Variance partial: Q * 2**(_S_BITS + 128) + S * 2**128 + n_inf * 2**64 + n, with
+# S = sum of x (units 2**-1074, signed) and Q = sum of x*x (units 2**-2148): linear in
+# its fields, so adding partials adds each field. |S| < 2**64 * 2**1024 * 2**1074 <
+# 2**2175, so S is the low 2176 bits of partial >> 128 read as a signed number.
 _S_BITS = 2176
 _S_MASK = (1 << _S_BITS) - 1
 _S_SIGN = 1 << (_S_BITS - 1)
@@ -154,13 +155,12 @@ def lift_moments(x: float | int) -> int:
     """The variance partial of one number (not NaN)."""
     if type(x) is int:
         s = x << FRACTION_BITS
-        return ((x * x) << (2 * FRACTION_BITS + _Q_AT)) + (
-            (s & _S_MASK) << _MOMENT_COUNTERS) + ONE_VALUE
+        return ((x * x) << (2 * FRACTION_BITS + _Q_AT)) + (s << _MOMENT_COUNTERS) + ONE_VALUE
     if x - x != 0.0:
         return _ONE_INF
     n, d = x.as_integer_ratio()
     k = FRACTION_BITS + 1 - d.bit_length()
-    return ((n * n) << (2 * k + _Q_AT)) + (((n << k) & _S_MASK) << _MOMENT_COUNTERS) + ONE_VALUE
+    return ((n * n) << (2 * k + _Q_AT)) + ((n << k) << _MOMENT_COUNTERS) + ONE_VALUE
 
 
 def moments(partial: int) -> tuple[int, int, int, int]:

@@ -42,7 +42,7 @@ from swag_core.algorithms.flatfat import FlatFat
 from swag_core.algorithms.flatfit import FlatFit
 from swag_core.algorithms.slickdeque import SlickDeque
 
-from .helpers import Model, concat, counting, int_sum, matgroup, matmul
+from .helpers import Model, concat, counting, matgroup, matmul
 
 
 # --------------------------------------------------------------------------- local tools
