@@ -16,8 +16,9 @@ The driver runs :func:`sliced_query` over those events (count -> sum of slice co
 max of slice maxima, sum -> sum of slice sums, mean -> ``(sum, count)`` pairs lifted into
 :class:`~swag_core.aggregations.Mean`'s exact partial (:func:`swag_core.exact.from_sum`) and
 lowered as the exactly rounded ``sum / count``). A window holds a slice's start iff it holds
-the slice's events, so in batch mode (every event, then ``END_OF_INPUT``) the same windows are emitted with the same
-bounds and, given exact partials, the same values as the query over the raw events.
+the slice's events, so in batch mode (every event, then ``END_OF_INPUT``) the same windows are
+emitted with the same bounds and, given exact partials, the same values as the query over the
+raw events.
 
 Whether the engine's partials are exact for a column type (e.g. a floating sum is not) is
 the engine's check (``spark_adapter._presliced``); this module checks windows and
