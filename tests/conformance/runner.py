@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import copy
 import importlib
-import math
 import numbers
 import sys
 import time
