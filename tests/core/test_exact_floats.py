@@ -16,13 +16,18 @@ from hypothesis import strategies as st
 
 from swag_core.aggregations import GeometricMean, Mean, StdDev, Sum, Variance
 from swag_core.errors import InvalidValueError
-from swag_core.exact import fields, lift_float, sum_floats
+from swag_core.exact import fields, lift_float, sqrt_ratio, sum_floats
 
 ADVERSARIAL = [1e16, -1e16, 1.0, 0.1, -0.3, 5e-324, -5e-324, -0.0, 0.0, 1e308, -1e308,
                2.0**-1022, 1.7976931348623157e308, 3.0, 2.0**-60]
 finite = st.one_of(st.floats(allow_nan=False, allow_infinity=False),
                    st.sampled_from(ADVERSARIAL))
 numbers = st.one_of(finite, finite, st.integers(-(2**80), 2**80))
+
+
+def _odd(x: float) -> bool:
+    """The last bit of ``x``'s significand (subnormals included) is 1."""
+    return (Fraction(x) / Fraction(math.ulp(x))) % 2 == 1
 
 
 def _is_nearest(exact: Fraction, got: float) -> bool:
@@ -40,7 +45,7 @@ def _is_nearest(exact: Fraction, got: float) -> bool:
         other = abs(exact - Fraction(neighbour))
         if other < err:
             return False
-        if other == err and math.frexp(got)[0] * 2**53 % 2 == 1:  # a tie: the even one
+        if other == err and _odd(got):  # a tie goes to the even one
             return False
     return True
 
@@ -159,3 +164,15 @@ def test_counters_survive_subtraction_of_a_negative_sum() -> None:
     _, n_values, n_floats, n_pos, n_neg = fields(a + b + lift_float(-1e300))
     assert (n_values, n_floats, n_pos, n_neg) == (3, 3, 1, 0)
     assert fields(a + b - b)[1:] == (1, 1, 0, 0) and fields(a)[0] < 0
+
+
+@pytest.mark.parametrize("a", [1.0, 3.0, 2.0**-1074 * 7, 1e300, 2.0**-1022])
+def test_sqrt_ratio_rounds_near_midpoints(a: float) -> None:
+    """Roots just above, at and just below the midpoint of two neighbouring doubles (data
+    rarely lands there, so hypothesis alone would not see a lost sticky bit)."""
+    up = math.nextafter(a, math.inf)
+    mid = (Fraction(a) + Fraction(up)) / 2
+    even = up if _odd(a) else a
+    tiny = Fraction(1, 2**2500)
+    for square, want in ((mid * mid + tiny, up), (mid * mid, even), (mid * mid - tiny, a)):
+        assert sqrt_ratio(square.numerator, square.denominator) == want, (a, want)
