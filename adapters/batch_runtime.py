@@ -410,7 +410,7 @@ class BatchRuntime:
                 j0, j1 = run_lo[pos], run_hi[pos]
                 if j1 > j0:
                     first = int(run_start[j0])
-                    if cur == first:  # the open slice goes on: the kernel's left fold
+                    if cur == first:  # the open slice goes on: the kernel's fold_onto
                         self._set_part(run_parts, j0, self._continue(acc, rx, run_parts, run_at,
                                                                      run_end, j0))
                     elif cur is not None:
@@ -502,7 +502,7 @@ class BatchRuntime:
                   j: int) -> Any:
         """The open slice's partial ``acc`` folded on with run ``j``: for ``max``/``min``
         the older operand of a tie is ``acc``, so combining with the run's partial is the
-        same left fold; sums fold on value by value."""
+        same left fold; sums add the run's exact partial."""
         if self._fn in ("max", "min"):
             part = float(comps[0][j])
             return self._fold_onto(acc, (part,), 1)
