@@ -3,13 +3,14 @@ C-level builtins instead of one ``lift`` and one ``combine`` call per event (``c
 events: the run's length).
 
 The driver's time lanes fold the released events of each slice into one partial aggregate
-(:mod:`adapters.slicing`). For ``max``, ``min``, ``sum`` and ``mean`` on a field, the lift
-returns the value itself (``mean``: the pair ``(value, 1)``) once it has accepted it, and the
-combine is ``max`` keeping the older of equal values, ``min`` likewise, ``+``, and ``+`` on
-pairs. So the partial of a run ``x_1 .. x_n`` (time order) is exactly ``max(xs)`` /
-``min(xs)`` (the builtins keep the first of equal items) / ``reduce(add, xs)`` /
-``(reduce(add, xs), n)``: the same Python operations in the same order, hence the same
-result, bit for bit.
+(:mod:`adapters.slicing`). For ``max`` and ``min`` on a field, the lift returns the value
+itself once it has accepted it, and the combine is ``max`` keeping the older of equal values,
+``min`` likewise; so the partial of a run ``x_1 .. x_n`` (time order) is exactly ``max(xs)``
+/ ``min(xs)`` (the builtins keep the first of equal items). ``sum`` and ``mean`` share one
+exact partial (:mod:`swag_core.exact`: a fixed-point ``int`` plus counters), whose combine
+is ``+`` on ints: exact, so any grouping of the run gives the same int. The kernel computes
+it from a few :func:`math.fsum` passes (:func:`swag_core.exact.sum_floats`) instead of one
+lift per value: the same int, bit for bit.
 
 A kernel also has a batch check: a column of ``int`` / ``float`` values whose sum is finite
 holds no NaN, so every lift accepts it. Columns that fail the check take the per-event lift,
@@ -25,13 +26,13 @@ is 1 for every event and whose combine is ``+``.
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable, Iterable
 from functools import reduce
 from typing import Any, NamedTuple
 
 from adapters.specs import AggSpec, plain_field
 from swag_core.aggregations import Count, Max, Mean, Min, Sum
+from swag_core.exact import ONE_VALUE, lift_int, sum_floats
 
 _NUMBERS = frozenset({int, float})
 _INTS = frozenset({int})
@@ -57,14 +58,6 @@ def _min(xs: Iterable[Any], n: int) -> Any:
     return min(xs)
 
 
-def _sum(xs: Iterable[Any], n: int) -> Any:
-    return reduce(operator.add, xs)
-
-
-def _mean(xs: Iterable[Any], n: int) -> tuple[Any, int]:
-    return (reduce(operator.add, xs), n)
-
-
 def _max_onto(acc: Any, xs: Iterable[Any], n: int) -> Any:
     return max(acc, max(xs))  # the older acc wins a tie
 
@@ -73,12 +66,18 @@ def _min_onto(acc: Any, xs: Iterable[Any], n: int) -> Any:
     return min(acc, min(xs))
 
 
-def _sum_onto(acc: Any, xs: Iterable[Any], n: int) -> Any:
-    return reduce(operator.add, xs, acc)
+def _exact(xs: Iterable[Any], n: int) -> int:
+    """The exact partial of ``Sum`` / ``Mean`` of the accepted numbers ``xs``."""
+    xs = xs if type(xs) is list else list(xs)
+    if list(map(type, xs)).count(float) == n:
+        return sum_floats(xs)
+    ints = [x for x in xs if type(x) is int]
+    floats = [x for x in xs if type(x) is not int]
+    return sum_floats(floats) + lift_int(sum(ints)) + (len(ints) - 1) * ONE_VALUE
 
 
-def _mean_onto(acc: tuple[Any, int], xs: Iterable[Any], n: int) -> tuple[Any, int]:
-    return (reduce(operator.add, xs, acc[0]), acc[1] + n)
+def _exact_onto(acc: int, xs: Iterable[Any], n: int) -> int:
+    return acc + _exact(xs, n)
 
 
 def _count(xs: Iterable[Any], n: int) -> int:
@@ -116,12 +115,13 @@ class Kernel(NamedTuple):
 _KERNELS: dict[str, tuple[type, Fold, FoldOnto]] = {
     "max": (Max, _max, _max_onto),
     "min": (Min, _min, _min_onto),
-    "sum": (Sum, _sum, _sum_onto),
-    "mean": (Mean, _mean, _mean_onto),
+    "sum": (Sum, _exact, _exact_onto),
+    "mean": (Mean, _exact, _exact_onto),
 }
 
 #: Distinct objects for equal values, so that the tie rule (the older one wins) shows.
-_PROBE = [float("3"), -1.5, float("3"), 7, 0.25, float("7"), 0.0, -0.0, 2**70, 1e-300, 0.1]
+_PROBE = [float("3"), -1.5, float("3"), 7, 0.25, float("7"), 0.0, -0.0, 2**70, 1e-300, 0.1,
+          1e16, -1e16, 5e-324]
 
 
 def kernel_for(spec: AggSpec) -> Kernel | None:

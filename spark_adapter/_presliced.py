@@ -22,10 +22,12 @@ Why the values are identical to the event path (``swag_core``'s kernels over raw
 * integers: Spark's per-slice ``count``/``max``/``min`` are exact, and sums are exact because
   a ``long`` column is summed as two halves (``v >> 32`` and ``v & 0xFFFFFFFF``, each sum far
   from overflow) that Python joins into one unbounded ``int``; narrower integers are summed
-  as ``long``. The driver then adds Python ints, so a mean is the same ``int / int`` as
-  :class:`swag_core.aggregations.Mean` computes (a correctly rounded quotient).
-* floats: only ``max``/``min`` (a maximum does not depend on summation order; sums do, so
-  ``sum``/``mean`` of a floating column keep the event path). The one tie floats can tell
+  as ``long``. The driver lifts each ``(sum, count)`` into
+  :class:`swag_core.aggregations.Mean`'s exact partial, so a mean is the same correctly
+  rounded quotient as over the raw events.
+* floats: only ``max``/``min`` (a maximum does not depend on summation order; Spark's
+  floating sums do, so ``sum``/``mean`` of a floating column keep the event path, whose
+  sums are exact). The one tie floats can tell
   apart is ``-0.0 == 0.0``: the event path keeps the oldest (time, then ``order_by``), so a
   slice whose extreme is a zero takes the sign of its oldest zero (``min_by``).
 * bad input raises what the event path raises: a null time the same

@@ -124,8 +124,8 @@ def _field_value(spec: Any, rng: SplitMix64, index: int) -> Any:
     if kind == "int":
         return rng.between(int(arg[0]), int(arg[1]))
     if kind == "eighths":
-        # Floats k/8 with k in [lo*8, hi*8]: exactly representable, so sums are exact and
-        # the float tolerance only has to absorb the final division of mean / variance.
+        # Floats k/8 with k in [lo*8, hi*8]: exactly representable (sums of them are exact
+        # even in float arithmetic).
         return rng.between(int(arg[0]) * 8, int(arg[1]) * 8) / 8
     if kind == "choice":
         return arg[rng.below(len(arg))]

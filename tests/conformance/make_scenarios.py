@@ -632,6 +632,48 @@ add("float_values",
     [G(kind="stream", seed=12, keys=["a", "b", "c"], start=0, count=600, step=[0, 7],
        disorder=50, fields={"v": {"eighths": [-1000000, 1000000]}}), END])
 
+# --------------------------------------------------------------------------- exact floats
+# Doubles whose float sum depends on the order of additions (1e16 + 1.0 - 1e16), spread over
+# slices, windows and micro-batches: sums, means and variances are exactly rounded (the
+# oracle computes them over the rationals), so every engine must give them bit for bit.
+EXACT_FLOATS = {"sum_v": agg("sum", "v"), "mean_v": agg("mean", "v"),
+                "var_v": agg("variance", "v"), "std_v": agg("stddev", "v", ddof=0)}
+
+add("exact_floats_cancellation",
+    "1e16, 1.0, -1e16 and other cancelling doubles (subnormals, +-1e308, 0.1, -0.0) in "
+    "different slices and micro-batches, some out of order: exactly rounded sum, mean, "
+    "variance and stddev, compared bit for bit.",
+    ["floats", "sliding", "sliding-divisible", "tumbling", "multi-window", "multi-key",
+     "multi-aggregation", "out-of-order"],
+    [sliding(300, 100), tumbling(100)], EXACT_FLOATS,
+    [E(ev("a", 10, v=1e16), ev("b", 15, v=1e308), ev("a", 120, v=1.0)), W(50),
+     E(ev("a", 150, v=-1e16), ev("b", 110, v=-1e308), ev("b", 160, v=1e-300)),
+     E(ev("a", 60, v=0.1), ev("a", 230, v=-0.3), ev("b", 205, v=5e-324)), W(200),
+     E(ev("a", 250, v=-0.0), ev("b", 260, v=3.3), ev("a", 210, v=2.0 ** -60),
+       ev("b", 299, v=-1e16)), W(300),
+     E(ev("a", 330, v=1e16), ev("b", 310, v=1e16), ev("a", 340, v=-1e16)),
+     E(ev("b", 350, v=1.0), ev("a", 399, v=1.0)), END])
+
+add("exact_floats_stream",
+    "A generated stream of cancelling doubles (1e16, -1e16, 1.0, 0.1, 1e300, -1e300, "
+    "subnormals), out of order, over sliding windows: exactly rounded sum, mean, variance "
+    "and stddev, compared bit for bit.",
+    ["floats", "sliding", "sliding-divisible", "multi-key", "generated", "out-of-order",
+     "multi-aggregation"],
+    [sliding(200, 50)], EXACT_FLOATS,
+    [G(kind="stream", seed=1616, keys=["a", "b", "c"], start=0, count=400, step=[0, 5],
+       disorder=40, fields={"v": {"choice": [1e16, -1e16, 1.0, 0.1, -0.3, 1e300, -1e300,
+                                               5e-324, 2.0 ** -1022, 3.3, -0.0]}}),
+     W(700), END])
+
+add("exact_floats_geomean",
+    "Geometric mean of positive doubles of wildly different magnitudes (1e300, 1e-300, "
+    "the smallest subnormal): exp of the exactly rounded mean of the logs.",
+    ["floats", "tumbling", "single-key"],
+    [tumbling(100)], {"geo_v": agg("geomean", "v"), "mean_v": agg("mean", "v")},
+    [E(ev("a", 1, v=1e300), ev("a", 2, v=1e-300), ev("a", 3, v=7.0)), W(50),
+     E(ev("a", 4, v=5e-324), ev("a", 5, v=1.5), ev("a", 150, v=0.1)), END])
+
 # --------------------------------------------------------------------------- bad input
 add("bad_null_time",
     "An event with a null time: the engine must fail with BadEventError naming the key.",

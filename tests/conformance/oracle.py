@@ -2,9 +2,10 @@
 
 Independent of the code under test: plain Python only, no swag_core window structure, no
 ``adapters`` code, no swag_core aggregation *fold*. Every aggregate is computed from its
-definition over the list of events in the window (``max()`` for max, ``sum / len`` for mean,
-the two-pass formula for variance, a list for collect, a strict-improvement scan for argmax so
-ties go to the oldest, ...).
+definition over the list of events in the window (``max()`` for max; ``sum / len`` for mean
+and the two-pass formula for variance in exact rational arithmetic, rounded once to the
+nearest double; a list for collect, a strict-improvement scan for argmax so ties go to the
+oldest, ...).
 
 The one stated exception is ``bloom``: its result is a bit mask whose positions come from
 swag_core's hash functions, which no independent definition can reproduce. The oracle builds
@@ -24,6 +25,7 @@ event.
 from __future__ import annotations
 
 import bisect
+import decimal
 import math
 import re
 from collections import defaultdict
@@ -180,12 +182,41 @@ def _bloom(spec: dict[str, Any], items: list[Any]) -> BloomExpected:
     return BloomExpected(bits, hashes, tuple(items), item_masks, mask)
 
 
-def _variance(xs: list[Any], ddof: int) -> float | None:
+def _rounded(x: Fraction) -> float:
+    """``x`` rounded to the nearest double (``+-inf`` beyond the range)."""
+    try:
+        return float(x)  # numerator / denominator: correctly rounded
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
+def _exact_variance(xs: list[Any], ddof: int) -> Fraction | None:
+    """The two-pass variance over the rationals (no rounding at all)."""
     n = len(xs)
     if n <= ddof:
         return None
-    mean = math.fsum(xs) / n
-    return math.fsum((x - mean) ** 2 for x in xs) / (n - ddof)
+    mean = sum(map(Fraction, xs), Fraction(0)) / n
+    return sum(((Fraction(x) - mean) ** 2 for x in xs), Fraction(0)) / (n - ddof)
+
+
+def _rounded_sqrt(x: Fraction) -> float:
+    """The double nearest to ``sqrt(x)``: the float of a 60-digit decimal root, then moved to
+    the neighbour whose rounding interval holds the root (midpoints squared, compared
+    exactly)."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        r = float((decimal.Decimal(x.numerator) / decimal.Decimal(x.denominator)).sqrt())
+    if math.isinf(r):
+        below = math.nextafter(r, 0.0)  # the largest double; inf past its interval's top
+        return r if (Fraction(below) + Fraction(2) ** 970) ** 2 <= x else below
+    while True:
+        up, down = math.nextafter(r, math.inf), math.nextafter(r, 0.0)
+        if not math.isinf(up) and ((Fraction(r) + Fraction(up)) / 2) ** 2 < x:
+            r = up
+        elif r > 0 and ((Fraction(r) + Fraction(down)) / 2) ** 2 > x:
+            r = down
+        else:
+            return r
 
 
 def aggregate(spec: dict[str, Any], values: list[dict[str, Any]]) -> Any:
@@ -198,10 +229,10 @@ def aggregate(spec: dict[str, Any], values: list[dict[str, Any]]) -> Any:
     f = spec["field"]
     xs = [v[f] for v in values]
     if fn == "sum":
-        return sum(xs) if all(isinstance(x, int) for x in xs) else math.fsum(xs)
+        exact = sum(map(Fraction, xs), Fraction(0))
+        return int(exact) if all(isinstance(x, int) for x in xs) else _rounded(exact)
     if fn == "mean":
-        total = sum(xs) if all(isinstance(x, int) for x in xs) else math.fsum(xs)
-        return total / len(xs)
+        return _rounded(sum(map(Fraction, xs), Fraction(0)) / len(xs))
     if fn == "min":
         return min(xs)
     if fn == "max":
@@ -216,12 +247,14 @@ def aggregate(spec: dict[str, Any], values: list[dict[str, Any]]) -> Any:
         m = max(xs) if fn == "maxcount" else min(xs)
         return [m, sum(1 for x in xs if x == m)]
     if fn == "variance":
-        return _variance(xs, spec.get("ddof", 1))
+        var = _exact_variance(xs, spec.get("ddof", 1))
+        return None if var is None else _rounded(var)
     if fn == "stddev":
-        var = _variance(xs, spec.get("ddof", 1))
-        return None if var is None else math.sqrt(var)
-    if fn == "geomean":
-        return math.exp(math.fsum(math.log(x) for x in xs) / len(xs))
+        var = _exact_variance(xs, spec.get("ddof", 1))
+        return None if var is None else _rounded_sqrt(var)
+    if fn == "geomean":  # exp of the mean of the logs, rounded once
+        logs = sum((Fraction(math.log(x)) for x in xs), Fraction(0))
+        return math.exp(_rounded(logs / len(xs)))
     if fn == "first":
         return xs[0]
     if fn == "last":
