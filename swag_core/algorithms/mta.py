@@ -488,9 +488,11 @@ class LogMta(_MtaBase):
             w.enforce(lambda total, p: total[0] - p[0] >= R)
             # keep the newest entries whose sum is <= 10 (running example, section 3.2,
             # note P5): with (sum, last), P goes while what stays after it (plus its last
-            # entry) is still above 10; Last's raw aggregate is a 1-tuple
-            w = make_window("amta", product({"sum": Sum(), "last": Last()}))
-            w.enforce(lambda total, p: total[0] - p[0] + p[1][0] > 10)
+            # entry) is still above 10; Last's raw aggregate is a 1-tuple, Sum's an exact
+            # fixed-point int (docs/aggregations.md) that its lower turns into the number
+            total_sum = Sum()
+            w = make_window("amta", product({"sum": total_sum, "last": Last()}))
+            w.enforce(lambda total, p: total_sum.lower_fn(total[0] - p[0]) + p[1][0] > 10)
             # drop everything older than the maximum (Experiment 3), with Max alone:
             w = make_window("amta", Max())
             w.enforce(lambda total, p: p < total)
