@@ -378,7 +378,21 @@ def skipping_missing(agg: Aggregation, key: Callable[[Any], Any] | None = None
     neutral = agg.identity if empty_is_none else None
 
     lift: Callable[[Any], Any]
-    if key is None:
+    of = key if key is not None else (lambda x: x)
+    if _refuses_missing(inner_lift, key):
+        # The common case costs one call more: the built-in's own checks find the rare
+        # missing value, which this lift then takes back.
+        def lift(x: Any) -> Any:
+            try:
+                return inner_lift(x)
+            except InvalidValueError:
+                if is_missing(of(x)):
+                    return neutral
+                raise
+    elif key is not None:
+        def lift(x: Any) -> Any:
+            return neutral if is_missing(of(x)) else inner_lift(x)
+    else:  # first, last, collect, bloom: any value is one to them
         def lift(x: Any) -> Any:
             t = type(x)
             if t is float:
@@ -387,9 +401,6 @@ def skipping_missing(agg: Aggregation, key: Callable[[Any], Any] | None = None
             elif x is None or (t is not int and t is not str and is_missing(x)):
                 return neutral
             return inner_lift(x)
-    else:
-        def lift(x: Any) -> Any:
-            return neutral if is_missing(key(x)) else inner_lift(x)
     if empty_is_none:
         return Aggregation(combine=agg.combine, identity=agg.identity, lift=lift,
                            lower=agg.lower, subtract=agg.subtract,
@@ -409,6 +420,18 @@ def skipping_missing(agg: Aggregation, key: Callable[[Any], Any] | None = None
 
     return Aggregation(combine=option_combine, identity=None, lift=lift, lower=option_lower,
                        commutative=agg.commutative, selective=agg.selective, name=agg.name)
+
+
+def _refuses_missing(lift: Callable[[Any], Any], key: Callable[[Any], Any] | None) -> bool:
+    """Whether ``lift`` raises :class:`InvalidValueError` for ``None`` and NaN (as the value,
+    or, with ``key``, as the compared part of an argmin/argmax pair)."""
+    for x in (None, math.nan):
+        try:
+            lift(x if key is None else (x, x))
+        except InvalidValueError:
+            continue
+        return False
+    return True
 
 
 def _count_non_null(skip: bool = False) -> Aggregation:
