@@ -117,7 +117,7 @@ def test_kernel_mode_per_event_path_skips_nan() -> None:
 def test_nulls_error_names_key_and_field_and_count_field_counts_nan() -> None:
     q = {"windows": [{"kind": "tumbling", "size": 10}], "nulls": "error",
          "aggregations": {"m": {"fn": "max", "field": "v"}}}
-    with pytest.raises(BadEventError, match="key 'k'.*'v'") as info:
+    with pytest.raises(BadEventError, match=r"key 'k'.*'v'") as info:
         WindowDriver(q).process("k", [(1, {"v": 2}), (2, {"v": None})])
     assert (info.value.key, info.value.field) == ("k", "v")
     strict = {"windows": [{"kind": "tumbling", "size": 10}], "nulls": "error",
