@@ -652,12 +652,13 @@ add("bad_unparsable_time",
                   "description": "event time is not an integer"})
 
 add("bad_missing_field",
-    "An event lacks the aggregated field 'v': the error names the field and the key.",
+    "An event lacks the aggregated field 'v': the error names the field and the key. "
+    "Strict nulls: an engine of typed rows (Spark) has no absent field, only a null one.",
     ["bad-input", "tumbling", "multi-key"],
     [tumbling(1000)], {"sum_v": agg("sum", "v")},
     [E(ev("a", 10, v=1), ev("b", 20, w=2)), END],
     expect_error={"class": "BadEventError", "field": "v", "key": "b",
-                  "description": "field v missing"})
+                  "description": "field v missing"}, nulls="error")
 
 add("bad_nan_into_max",
     "NaN into max (order-based aggregations cannot take NaN).",
