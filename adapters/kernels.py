@@ -16,6 +16,14 @@ A kernel also has a batch check: a column of ``int`` / ``float`` values whose su
 holds no NaN, so every lift accepts it. Columns that fail the check take the per-event lift,
 which raises the exact error (the raw values are still what is stored).
 
+Missing values (``nulls="skip"``, :func:`adapters.specs.skipping_missing`): the pending
+buffer holds ``None`` for a missing value (a NaN is stored as ``None`` too), and the batch
+check accepts ``None`` among the numbers. The fold is still the builtin's, because ``None``
+meets a number only by raising ``TypeError`` (``max``, ``<``, ``+``), and a run of one
+``None`` is seen at once; then, and only then, the run is folded by definition, as
+``reduce(combine, map(lift, xs))`` with the output's own (skipping) lift and combine. So runs
+without a missing value cost one list of the run more than before.
+
 A kernel is used only for an output created by :func:`adapters.specs.parse_aggregation` for
 that function name, and (max, min, sum, mean) only if a probe at construction shows that the
 ``swag_core`` aggregation's lift and combine agree with it; ``count`` of events needs no
@@ -31,6 +39,7 @@ from functools import reduce
 from typing import Any, NamedTuple
 
 from adapters.specs import AggSpec, plain_field
+from swag_core import Aggregation
 from swag_core.aggregations import Count, Max, Mean, Min, Sum
 from swag_core.exact import ONE_VALUE, lift_int, sum_floats
 
@@ -88,8 +97,27 @@ def _count_onto(acc: int, xs: Iterable[Any], n: int) -> int:
     return acc + n
 
 
-def _accepts_anything(xs: list[Any], types: set[type] | frozenset[type]) -> bool:
-    return True
+def _accepts_anything(xs: list[Any], types: set[type] | frozenset[type]) -> list[Any] | None:
+    return xs
+
+
+def _numbers(xs: list[Any], types: set[type] | frozenset[type]) -> list[Any] | None:
+    return xs if _numbers_accepted(xs, types) else None
+
+
+_NONE = type(None)
+
+
+def _numbers_or_missing(xs: list[Any], types: set[type] | frozenset[type]
+                        ) -> list[Any] | None:
+    """``nulls="skip"``: the column with every missing value (``None``, NaN) as ``None``, if
+    the other values are ints and floats (infinities are values); else ``None``."""
+    if _numbers_accepted(xs, types):
+        return xs
+    present = types - {_NONE}
+    if not present <= _NUMBERS:
+        return None
+    return [None if x is None or x != x else x for x in xs]
 
 
 Fold = Callable[[Iterable[Any], int], Any]
@@ -105,8 +133,9 @@ class Kernel(NamedTuple):
     #: ``fold_onto(acc, xs, n)``: ``combine(acc, fold(xs, n))`` as the same left fold, i.e.
     #: ``fold(ys + xs)`` when ``acc == fold(ys)``, bit for bit
     fold_onto: FoldOnto
-    #: batch check, given the column and its set of types
-    accepts: Callable[[list[Any], set[type] | frozenset[type]], bool]
+    #: batch check, given the column and its set of types: the column the pending buffer
+    #: holds (missing values as ``None``), or ``None`` if the per-event path must decide
+    accepts: Callable[[list[Any], set[type] | frozenset[type]], list[Any] | None]
     #: the event field read, or ``None`` (``count`` of events: reads nothing; the pending
     #: buffer then holds ``None`` for it)
     field: str | None
@@ -130,7 +159,8 @@ def kernel_for(spec: AggSpec) -> Kernel | None:
         return Kernel(_count, _count_onto, _accepts_anything, None)
     entry = _KERNELS.get(spec.fn or "")
     name = plain_field(spec.extract)
-    if entry is None or name is None or type(spec.aggregation) is not entry[0]:
+    builtin = spec.base if spec.skips_missing else spec.aggregation
+    if entry is None or name is None or type(builtin) is not entry[0]:
         return None
     cls, fold, fold_onto = entry
     agg = spec.aggregation
@@ -146,7 +176,33 @@ def kernel_for(spec: AggSpec) -> Kernel | None:
                     return None
     except Exception:
         return None
-    return Kernel(fold, fold_onto, _numbers_accepted, name)
+    if spec.skips_missing:
+        return _skipping_kernel(fold, fold_onto, agg, name)
+    return Kernel(fold, fold_onto, _numbers, name)
+
+
+def _skipping_kernel(fold: Fold, fold_onto: FoldOnto, agg: Aggregation, name: str) -> Kernel:
+    """The kernel of a skipping output (see the module docstring): the builtin fold, or the
+    fold by definition for a run holding ``None``."""
+    lift, combine = agg.lift_fn, agg.combine
+
+    def fold_skipping(xs: Iterable[Any], n: int) -> Any:
+        run = list(xs)
+        if run[0] is not None:  # a longer run with a None raises TypeError
+            try:
+                return fold(run, n)
+            except TypeError:
+                pass
+        return reduce(combine, map(lift, run))
+
+    def fold_onto_skipping(acc: Any, xs: Iterable[Any], n: int) -> Any:
+        run = list(xs)
+        try:
+            return fold_onto(acc, run, n)  # None in acc or run raises TypeError
+        except TypeError:
+            return reduce(combine, map(lift, run), acc)
+
+    return Kernel(fold_skipping, fold_onto_skipping, _numbers_or_missing, name)
 
 
 __all__ = ["Kernel", "kernel_for"]

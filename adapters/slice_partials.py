@@ -9,8 +9,12 @@ slice's start, whose value holds the partials named by :func:`partial_field`:
 
 * ``partial_field("count", None)``: the slice's event count (``count(*)``);
 * ``partial_field("max" | "min" | "sum", field)``: the slice's max, min or sum of ``field``;
-* ``partial_field("mean", field)``: the pair ``(sum of field, event count)``; the sum must
-  be exact (an ``int``, or a float the engine added exactly).
+* ``partial_field("mean", field)``: the pair ``(sum of field, count of its values)``; the sum
+  must be exact (an ``int``, or a float the engine added exactly).
+
+With ``nulls="skip"`` (:attr:`adapters.Query.nulls`) the partials leave missing values out
+(a slice without a value of the field: ``None`` for max, min and sum, ``(0, 0)`` for mean),
+and the rewritten query skips ``None`` partials as the original skips missing values.
 
 The driver runs :func:`sliced_query` over those events (count -> sum of slice counts, max ->
 max of slice maxima, sum -> sum of slice sums, mean -> ``(sum, count)`` pairs lifted into
@@ -87,7 +91,7 @@ def sliced_query(query: Query) -> Query | str:
             return f"aggregation {a.name!r} is not count, max, min, sum or mean of a field"
     return Query.build(list(query.windows),
                        {a.name: _over_partials(a) for a in query.aggregations},
-                       query.allowed_lateness, query.algorithm)
+                       query.allowed_lateness, query.algorithm, query.nulls)
 
 
 __all__ = ["COUNT_FIELD", "SLICEABLE_FNS", "partial_field", "sliced_query"]

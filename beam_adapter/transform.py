@@ -56,6 +56,11 @@ class SlidingAggregate(beam.PTransform):
             emitted the row, so rows are never behind the transform's output watermark
             (matters with ``allowed_lateness > 0`` and downstream event-time windowing).
         max_cached_keys: bound of the per-worker structure cache (``None``: unbounded).
+        nulls: ``"skip"`` (default, as SQL and pandas): the built-in aggregations leave out
+            ``None`` and NaN values of their field (``None`` for a window without any
+            other; ``count`` of a field counts the other values); ``"error"``: such a value
+            is bad input (``BadEventError`` naming key and field). Custom aggregations and
+            ``CombineFn``s get every value as it is.
         with_late_output: return ``result`` with ``result.rows`` and ``result.late``
             (``(key, value)`` elements with their original timestamps) instead of the rows
             alone.
@@ -70,7 +75,7 @@ class SlidingAggregate(beam.PTransform):
                  time: str | Callable[[Any], Any] | None = None, algorithm: str | None = None,
                  state: str = "auto", timestamps: str = "window",
                  max_cached_keys: int | None = None, with_late_output: bool = False,
-                 label: str | None = None) -> None:
+                 label: str | None = None, nulls: str = "skip") -> None:
         super().__init__(label)
         if (window is None) == (windows is None):
             raise ValueError("give exactly one of window=... or windows=[...]")
@@ -89,6 +94,7 @@ class SlidingAggregate(beam.PTransform):
             "aggregations": dict(aggregations) if isinstance(aggregations, Mapping)
             else aggregations,
             "allowed_lateness": duration_ms(allowed_lateness, "allowed_lateness"),
+            "nulls": nulls,
         }
         if not isinstance(self.query["aggregations"], Mapping):
             agg = self.query["aggregations"]

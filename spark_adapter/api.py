@@ -287,6 +287,7 @@ def sliding_aggregate(
     metric: str | Observation | None = METRIC,
     max_cached_keys: int | None = 100_000,
     presliced: bool | None = None,
+    nulls: str = "skip",
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
     """Exact window aggregates per key, on a streaming or a batch DataFrame.
 
@@ -330,6 +331,11 @@ def sliding_aggregate(
             sum, mean, with sum/mean of integral columns only; epoch-ms or timestamp time; no
             float/double key column); ``True``: required (``ValueError`` saying why it
             cannot); ``False``: never (one row per event into Python).
+        nulls: ``"skip"`` (default, as Spark SQL): the built-in aggregations leave out null
+            and NaN values of their field, and give null for a window without any other;
+            ``count`` of a field counts the other values. ``"error"``: a null or NaN value
+            is bad input (``BadEventError`` naming the key and field). Custom aggregations
+            get every value as it is (``docs/adapters.md``, "Missing values").
 
     Returns:
         One window spec: for sliding, tumbling, count and policy windows the columns
@@ -372,7 +378,7 @@ def sliding_aggregate(
     specs = [normalize_window(s, f"window[{i}]") for i, s in enumerate(specs)]
     lateness = duration_ms(allowed_lateness, "allowed_lateness")
     query = Query.build(specs, dict(aggregations), lateness,
-                        None if algorithm in (None, "auto") else algorithm)
+                        None if algorithm in (None, "auto") else algorithm, nulls)
 
     event_names, value_names = _value_columns(query, columns, key_names, time, late_rows)
     value_types = {c: columns[c] for c in value_names}

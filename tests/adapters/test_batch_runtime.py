@@ -581,6 +581,7 @@ def test_advance_keys_on_unseen_duplicated_and_iterated_keys() -> None:
 IRREGULAR = {
     "int value": ("k1", 50, {FIELD: 4}),
     "NaN": ("k1", 50, {FIELD: float("nan")}),
+    "null": ("k2", 50, {FIELD: None}),
     "inf": ("k2", 50, {FIELD: math.inf}),
     "NumPy float": ("k2", 50, {FIELD: np.float64(2.5)}),
     "float time": ("k1", 50.5, {FIELD: 1.0}),
@@ -591,16 +592,18 @@ IRREGULAR = {
 }
 
 
+@pytest.mark.parametrize("nulls", ["skip", "error"])
 @pytest.mark.parametrize("fn", FNS)
 @pytest.mark.parametrize("irregular", sorted(IRREGULAR))
-def test_a_batch_with_one_irregular_event(irregular: str, fn: str) -> None:
+def test_a_batch_with_one_irregular_event(irregular: str, fn: str, nulls: str) -> None:
     """Taken by the general path: refused with the same error and no state change, or
-    accepted; either way later large batches continue the same."""
+    accepted (a missing value with ``nulls="skip"``); either way later large batches
+    continue the same."""
     rnd = random.Random(4)
     keys = ["k1", "k2", 3]
     bad = _events(rnd, keys, 150, 0, 100)
     bad.insert(77, IRREGULAR[irregular])
-    outcomes = _lockstep(_query(fn, "sliding k=4, lateness 5"), [
+    outcomes = _lockstep({**_query(fn, "sliding k=4, lateness 5"), "nulls": nulls}, [
         ("batch", _events(rnd, keys, 100, 0, 80), 30, "list"),
         ("batch", bad, 40, "list"),
         ("batch", _events(rnd, keys, 100, 40, 140), 90, "list"),
@@ -608,7 +611,8 @@ def test_a_batch_with_one_irregular_event(irregular: str, fn: str) -> None:
         ("final_info",),
     ])
     refused = outcomes[1][0] == "error"
-    assert refused == (irregular in ("NaN", "float time", "no field", "pair",
+    missing = ("NaN", "null") if nulls == "error" else ()
+    assert refused == (irregular in (*missing, "float time", "no field", "pair",
                                      "unhashable key")), outcomes[1]
 
 

@@ -66,7 +66,7 @@ def test_sliding_output_types_and_values(trips):
         aggregations={"cnt": {"fn": "count"}, "top": {"fn": "max", "field": "n"},
                       "last_day": {"fn": "last", "field": "day"},
                       "tags": {"fn": "collect", "field": "tag"}},
-        order_by="seq")
+        order_by="seq", nulls="error")  # last takes a null as a value
     assert [(f.name, f.dataType.simpleString()) for f in out.schema.fields] == [
         ("city", "string"), ("zone", "int"), ("window_start", "timestamp"),
         ("window_end", "timestamp"), ("cnt", "bigint"), ("top", "bigint"),
@@ -84,7 +84,7 @@ def test_over_window_returns_the_input_row(trips):
     out = sliding_aggregate(
         trips, key="city", time="ts", window=over("30 minutes"),
         aggregations={"k": {"fn": "count", "field": "x"}, "xs": {"fn": "collect", "field": "x"}},
-        order_by="seq")
+        order_by="seq", nulls="error")  # collect keeps null and NaN: values arrive exactly
     assert out.columns == ["city", "zone", "ts", "n", "x", "day", "tag", "seq", "k", "xs"]
     rows = sorted(out.collect(), key=lambda r: (r.city, r.ts, r.seq))
     assert [r.ts for r in rows] == [_ts("2024-03-01 10:00:00"), _ts("2024-03-01 10:20:00"),
@@ -98,6 +98,14 @@ def test_over_window_returns_the_input_row(trips):
     assert math.isnan(rows[3].x) and rows[4].n == 2**62 + 1
     assert isinstance(out.schema["ts"].dataType, TimestampType)
     assert out.schema["xs"].dataType.simpleString() == "array<double>"
+    skip = sliding_aggregate(
+        trips, key="city", time="ts", window=over("30 minutes"), order_by="seq",
+        aggregations={"k": {"fn": "count", "field": "x"}, "xs": {"fn": "collect", "field": "x"},
+                      "last_day": {"fn": "last", "field": "day"}})
+    rows = sorted(skip.collect(), key=lambda r: (r.city, r.ts, r.seq))
+    # the default skips null and NaN; the 10:20 peers' last day is the one that is not null
+    assert [(r.k, r.xs, r.last_day) for r in rows[1:4]] == [
+        (2, [1.5, 2.5], datetime.date(2024, 3, 2))] * 2 + [(1, [2.5], datetime.date(2024, 3, 3))]
 
 
 def test_epoch_millis_time_and_late_rows_return(spark):
@@ -354,7 +362,7 @@ def test_bad_columns_and_types_name_the_column(spark):
 
 def test_bad_value_fails_the_job_with_key_and_field(spark):
     df = spark.createDataFrame([("k1", 1, 2.0), ("k2", 5, None)], "key string, t long, v double")
-    out = sliding_aggregate(df, key="key", time="t", window=tumbling(10),
+    out = sliding_aggregate(df, key="key", time="t", window=tumbling(10), nulls="error",
                             aggregations={"m": {"fn": "mean", "field": "v"}})
     with pytest.raises(Exception, match=r"(?s)BadEventError.*'k2'") as info:
         out.collect()
