@@ -41,6 +41,7 @@ from swag_core.aggregations import (
     Variance,
 )
 from swag_core.errors import InvalidValueError
+from swag_core.exact import sum_value, value_count
 
 #: Output column names the driver itself writes; aggregations may not use them.
 RESERVED_COLUMNS = frozenset({"window", "key", "start", "end", "time", "event"})
@@ -368,14 +369,18 @@ def skipping_missing(agg: Aggregation, key: Callable[[Any], Any] | None = None
     A missing value lifts to a neutral element, so only the lift changes: when ``agg``
     lowers its identity to ``None`` (max, mean, variance, first, ...: "nothing seen") the
     neutral element is that identity, and ``combine``, ``subtract`` and ``lower`` are
-    ``agg``'s own. Otherwise (sum, collect, bloom) the lifted values gain ``None`` as a new
+    ``agg``'s own; a sum's partial counts its values, so it lowers to ``None`` at a count of
+    0 and keeps the rest. Otherwise (collect, bloom) the lifted values gain ``None`` as a new
     identity, "no value seen", which ``combine`` passes over and ``lower`` keeps; ``agg``'s
     lifted values are never ``None`` there, so nothing is mistaken for it. That monoid has
-    no inverse (evicting the last present value cannot tell a sum of 0 from "none"), so it
-    drops ``subtract``."""
+    no inverse (evicting the last present value cannot tell an empty collection from
+    "none"), so it drops ``subtract``."""
     inner_lift = agg.lift_fn
     empty_is_none = agg.lower_fn(agg.identity) is None
-    neutral = agg.identity if empty_is_none else None
+    # Sum's exact partial counts its values (swag_core.exact): "no value" is a count of 0,
+    # so a missing value lifts to the identity and the sum keeps its combine and inverse.
+    counts_values = isinstance(agg, Sum)
+    neutral = agg.identity if empty_is_none or counts_values else None
 
     lift: Callable[[Any], Any]
     of = key if key is not None else (lambda x: x)
@@ -406,6 +411,10 @@ def skipping_missing(agg: Aggregation, key: Callable[[Any], Any] | None = None
                            lower=agg.lower, subtract=agg.subtract,
                            commutative=agg.commutative, selective=agg.selective,
                            name=agg.name)
+    if counts_values:
+        return Aggregation(combine=agg.combine, identity=agg.identity, lift=lift,
+                           lower=_sum_of_values, subtract=agg.subtract,
+                           commutative=agg.commutative, name=agg.name)
     combine, inner_lower = agg.combine, agg.lower_fn
 
     def option_combine(a: Any, b: Any) -> Any:
@@ -420,6 +429,11 @@ def skipping_missing(agg: Aggregation, key: Callable[[Any], Any] | None = None
 
     return Aggregation(combine=option_combine, identity=None, lift=lift, lower=option_lower,
                        commutative=agg.commutative, selective=agg.selective, name=agg.name)
+
+
+def _sum_of_values(partial: int) -> Any:
+    """A skipping sum's lower: ``None`` when the window holds no value."""
+    return sum_value(partial) if value_count(partial) else None
 
 
 def _refuses_missing(lift: Callable[[Any], Any], key: Callable[[Any], Any] | None) -> bool:

@@ -102,6 +102,11 @@ def fields(partial: int) -> tuple[int, int, int, int, int]:
             low >> 2 * _COUNTER_BITS & _MASK, low >> 3 * _COUNTER_BITS)
 
 
+def value_count(partial: int) -> int:
+    """How many values were added into ``partial`` (less those subtracted)."""
+    return partial & _MASK
+
+
 def ratio_to_float(num: int, den: int) -> float:
     """``num / den`` correctly rounded (``den > 0``); ``+-inf`` where it overflows."""
     try:
