@@ -287,17 +287,8 @@ class Variance(Aggregation):
     """
 
     def __init__(self, ddof: int = 1) -> None:
-        if ddof not in (0, 1):
-            raise ValueError(f"Variance ddof must be 0 (population) or 1 (sample), got {ddof!r}")
         self.ddof = ddof
-
-        def lower(a: int) -> float | None:
-            ratio = variance_ratio(a, ddof)
-            return ratio_to_float(*ratio) if isinstance(ratio, tuple) else ratio
-
-        super().__init__(combine=operator.add, identity=0, lift=_moments_lift("variance"),
-                         lower=lower, subtract=operator.sub, commutative=True,
-                         name="variance")
+        _init_moments(self, "variance", ddof, ratio_to_float)
 
 
 class StdDev(Aggregation):
@@ -306,16 +297,24 @@ class StdDev(Aggregation):
     between)."""
 
     def __init__(self, ddof: int = 1) -> None:
-        if ddof not in (0, 1):
-            raise ValueError(f"StdDev ddof must be 0 (population) or 1 (sample), got {ddof!r}")
         self.ddof = ddof
+        _init_moments(self, "stddev", ddof, sqrt_ratio)
 
-        def lower(a: int) -> float | None:
-            ratio = variance_ratio(a, ddof)
-            return sqrt_ratio(*ratio) if isinstance(ratio, tuple) else ratio
 
-        super().__init__(combine=operator.add, identity=0, lift=_moments_lift("stddev"),
-                         lower=lower, subtract=operator.sub, commutative=True, name="stddev")
+def _init_moments(agg: Aggregation, name: str, ddof: int,
+                  finish: Callable[[int, int], float]) -> None:
+    """Set up ``Variance`` / ``StdDev`` (``finish`` turns the exact variance ``num / den``
+    into the result: rounding it, or its correctly rounded square root)."""
+    if ddof not in (0, 1):
+        raise ValueError(f"{type(agg).__name__} ddof must be 0 (population) or 1 (sample), "
+                         f"got {ddof!r}")
+
+    def lower(a: int) -> float | None:
+        ratio = variance_ratio(a, ddof)
+        return finish(*ratio) if isinstance(ratio, tuple) else ratio
+
+    Aggregation.__init__(agg, combine=operator.add, identity=0, lift=_moments_lift(name),
+                         lower=lower, subtract=operator.sub, commutative=True, name=name)
 
 
 def _geomean_lower(a: int) -> float | None:

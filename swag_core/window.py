@@ -188,8 +188,7 @@ class Window(ABC):
         try:
             self._bulk_insert_lifted(batch)
         except BaseException as error:
-            if self._broken:    # broken by an inner insert: name the call the user made
-                self._fail("bulk_insert", error)
+            self._name_failure("bulk_insert", error)
             raise
 
     def _bulk_insert_lifted(self, batch: list[tuple[int, Any]]) -> None:
@@ -240,6 +239,12 @@ class Window(ABC):
     _broken: ClassVar[bool] = False
     #: On a broken window only: the interrupted operation and its exception.
     _broken_by: tuple[str, BaseException]
+
+    def _name_failure(self, operation: str, error: BaseException) -> None:
+        """If ``error`` broke the window inside ``operation`` (an inner insert or evict),
+        make the broken window's message name ``operation``, the call the user made."""
+        if self._broken:
+            self._fail(operation, error)
 
     def _fail(self, operation: str, error: BaseException) -> None:
         """Mark the window broken because ``error`` interrupted ``operation`` after it had

@@ -156,8 +156,7 @@ class FifoWindow(Window):
             try:
                 self._evict_prefix(count)
             except BaseException as error:
-                if self._broken:    # broken by an inner evict: name the call the user made
-                    self._fail("bulk_evict", error)
+                self._name_failure("bulk_evict", error)
                 raise
         return count
 
