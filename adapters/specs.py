@@ -355,8 +355,9 @@ def is_missing(x: Any) -> bool:
     if isinstance(x, numbers.Number):
         try:
             return bool(x != x)
-        except (TypeError, ValueError):
-            return False
+        except (TypeError, ValueError, ArithmeticError):  # Decimal('sNaN') != x signals
+            is_nan = getattr(x, "is_nan", None)
+            return bool(is_nan()) if callable(is_nan) else False
     return False
 
 

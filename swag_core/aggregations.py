@@ -34,6 +34,7 @@ from typing import Any
 from swag_core.aggregation import Aggregation
 from swag_core.errors import InvalidValueError
 from swag_core.exact import (
+    MOMENT_INT_LIMIT,
     lift_float,
     lift_int,
     lift_moments,
@@ -272,6 +273,9 @@ def _moments_lift(name: str) -> Callable[[Any], int]:
     def lift(x: Any) -> int:
         if type(x) is not float or x != x:
             x = _number(name, x)
+            if type(x) is int and not -MOMENT_INT_LIMIT < x < MOMENT_INT_LIMIT:
+                raise InvalidValueError(f"{name} takes ints of magnitude below 2**1024 (the "
+                                        f"double range), got one of {x.bit_length()} bits")
         return lift_moments(x)
     return lift
 

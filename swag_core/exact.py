@@ -4,7 +4,7 @@
 Every finite double is a multiple of ``2**-1074`` (the smallest subnormal), so a float
 ``x = n / 2**k`` is exactly the integer ``n << (1074 - k)`` in units of ``2**-1074``, and an
 ``int`` ``i`` is ``i << 1074``. Adding such integers is exact, hence associative and
-commutative: a sum no longer depends on the order, batching, slicing or engine that added
+commutative: a sum does not depend on the order, batching, slicing or engine that added
 it, and subtracting a part is exact too. Only ``lower`` rounds, once, correctly (Python's
 ``int / int`` is correctly rounded, as :func:`math.fsum` is): the result is the exactly
 rounded value of the real sum, bit for bit the same everywhere.
@@ -73,11 +73,12 @@ def fixed(x: float) -> int:
 def sum_floats(xs: Sequence[float]) -> int:
     """The partial of the finite floats ``xs``: ``sum(map(lift_float, xs))``, faster.
 
-    :func:`math.fsum` returns the correctly rounded sum; fsum of the values and the minus
+    :func:`math.fsum` returns the correctly rounded sum; fsum of the values and of minus
     the terms found so far is the correctly rounded remainder, so a few passes give
     doubles whose exact sum is the exact sum of ``xs`` (typically 2-3 passes: each takes
     about 53 more bits of the result). Falls back to lifting each value where fsum reports
-    an intermediate overflow (sums near the double range)."""
+    an intermediate overflow (sums near the double range) or meets an infinity (``xs`` may
+    hold them: the kernels pass any float column)."""
     n = len(xs)
     terms: list[float] = []
     rest = list(xs)
@@ -90,7 +91,7 @@ def sum_floats(xs: Sequence[float]) -> int:
                 raise OverflowError
             terms.append(s)
             rest.append(-s)
-    except OverflowError:
+    except (OverflowError, ValueError):  # ValueError: fsum of both infinities
         return sum(map(lift_float, xs))
     return (sum(map(fixed, terms)) << COUNTERS) + n * ONE_FLOAT
 
@@ -154,6 +155,8 @@ def from_sum(total: Any, count: int) -> int:
 # its fields, so adding partials adds each field. |S| < 2**64 * 2**1024 * 2**1074 <
 # 2**2175, so S is the low 2176 bits of partial >> 128 read as a signed number.
 _S_BITS = 2176
+#: ints at or beyond this magnitude would overflow S's field (doubles never do)
+MOMENT_INT_LIMIT = 1 << 1024
 _S_MASK = (1 << _S_BITS) - 1
 _S_SIGN = 1 << (_S_BITS - 1)
 _MOMENT_COUNTERS = 2 * _COUNTER_BITS

@@ -167,5 +167,6 @@ def test_is_missing() -> None:
 
     import numpy as np
 
-    assert all(map(is_missing, [None, math.nan, np.float32("nan"), Decimal("NaN")]))
+    assert all(map(is_missing, [None, math.nan, np.float32("nan"), Decimal("NaN"),
+                                Decimal("sNaN")]))
     assert not any(map(is_missing, [0, 0.0, "", "nan", [], np.array([math.nan]), math.inf]))

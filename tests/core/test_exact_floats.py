@@ -176,3 +176,20 @@ def test_sqrt_ratio_rounds_near_midpoints(a: float) -> None:
     tiny = Fraction(1, 2**2500)
     for square, want in ((mid * mid + tiny, up), (mid * mid, even), (mid * mid - tiny, a)):
         assert sqrt_ratio(square.numerator, square.denominator) == want, (a, want)
+
+
+def test_sum_floats_falls_back_on_both_infinities() -> None:
+    xs = [math.inf, 2.0, -math.inf]
+    assert sum_floats(xs) == sum(map(lift_float, xs))
+    assert math.isnan(Sum().lower_fn(sum_floats(xs)))
+
+
+def test_variance_refuses_ints_beyond_the_double_range() -> None:
+    """S's field holds sums of values below 2**1024: a larger int is refused, not
+    silently overflowed into the sum of squares."""
+    assert Variance().fold([2**1023, 2**1023 + 2]) == 2.0
+    for agg in (Variance(), StdDev()):
+        with pytest.raises(InvalidValueError, match=r"2\*\*1024"):
+            agg.fold([2**1100, 2**1100 + 2])
+        with pytest.raises(InvalidValueError, match=r"2\*\*1024"):
+            agg.fold([-(2**1024)])
