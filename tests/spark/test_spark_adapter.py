@@ -269,11 +269,12 @@ def test_batch_typed_columns_round_trip_exactly(all_types):
     """Every value type through batch mode, both ways: the per-event rows give back the
     input rows exactly, and ``last`` of each column (typed or JSON aggregate) equals the
     event's own value: nulls stay nulls, NaN stays NaN, -0.0 stays -0.0, 64-bit integers are
-    exact, float stays float32, timestamps keep their microseconds."""
+    exact, float stays float32, timestamps keep their microseconds (``nulls="error"``: there
+    ``last`` takes null and NaN as values; the default skips them)."""
     names = [c for c in all_types.columns if c not in ("k", "t", "seq")]
     aggs = {f"last_{c}": {"fn": "last", "field": c} for c in names}
     out = sliding_aggregate(all_types, key="k", time="t", window=over(0), aggregations=aggs,
-                            order_by="seq")
+                            order_by="seq", nulls="error")
     assert [(f.name, f.dataType) for f in out.schema.fields[:len(all_types.columns)]] == \
         [(f.name, f.dataType) for f in all_types.schema.fields]
     assert [out.schema[f"last_{c}"].dataType for c in names] == \
