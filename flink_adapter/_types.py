@@ -25,7 +25,8 @@ from typing import Any
 from pyflink.common import Row, Types
 from pyflink.common.typeinfo import BasicTypeInfo, RowTypeInfo, TypeInformation
 
-from adapters.specs import AggSpec, Query
+from adapters import BadEventError
+from adapters.specs import AggSpec, Query, get_field
 
 from . import _time
 
@@ -115,7 +116,7 @@ class OutputLayout:
     process function).
 
     * ``value_field``: the driver's value is this field of the element (``None``: the whole
-      element; a ``Row`` with field names becomes a ``dict``);
+      element; a ``Row`` becomes a ``dict`` of its declared fields);
     * ``input_fields``: the input ``Row``'s field names (when known), ``time_fields`` those
       holding timestamps (``name -> kind``);
     * ``columns``: the output column names in order; ``converters``: output column ->
@@ -129,24 +130,29 @@ class OutputLayout:
     time_fields: dict[str, str] = field(default_factory=dict)
     converters: dict[str, str] = field(default_factory=dict)
 
+    def read(self, value: Any, name: str) -> Any:
+        """Field ``name`` of an input element. Rows built positionally (as Python operators
+        pass them on) carry no field names: they are read by the declared position."""
+        names = self.input_fields
+        if names is not None and isinstance(value, (Row, tuple)) and name in names:
+            return value[names.index(name)]
+        return get_field(value, name)
+
     def to_driver(self, key: Any, value: Any) -> Any:
         """The driver's value for an input element."""
         if self.value_field is not None:
-            from adapters.specs import get_field
             try:
-                value = get_field(value, self.value_field)
-            except (KeyError, ValueError):
-                from adapters import BadEventError
+                return self.read(value, self.value_field)
+            except (KeyError, ValueError, IndexError):
                 raise BadEventError(f"key {key!r}: the element has no value field "
                                     f"{self.value_field!r}: {value!r:.100}", key=key,
                                     field=self.value_field) from None
-            return value
         if isinstance(value, Row):
             names = self.input_fields
             if names is None:
                 try:
                     return value.as_dict()
-                except TypeError:
+                except (TypeError, AttributeError):
                     return value
             out = dict(zip(names, value))
             for name in self.time_fields:
@@ -226,7 +232,7 @@ def layout_and_type(query: Query, raw_aggs: Mapping[str, Any], key_type: TypeInf
         elif (kind := time_kind(t)) is not None:
             converters[spec.name] = f"time:{kind}"
     layout = OutputLayout(columns=tuple(columns), value_field=value_field,
-                          input_fields=names if value_field is None else None,
+                          input_fields=names,
                           time_fields=time_fields if value_field is None else {},
                           converters=converters)
     return layout, Types.ROW_NAMED(columns, types)

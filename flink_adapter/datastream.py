@@ -16,11 +16,10 @@ from pyflink.common.watermark_strategy import TimestampAssigner, WatermarkStrate
 from pyflink.datastream import DataStream, OutputTag
 
 from adapters import BadEventError, WindowDriver, parse_query
-from adapters.specs import get_field
 from adapters.windows import duration_ms, normalize_window
 
 from . import _time
-from ._types import key_type_of, layout_and_type
+from ._types import OutputLayout, key_type_of, layout_and_type
 from .function import SwagProcessFunction
 
 #: Name of the late-events side output.
@@ -36,32 +35,37 @@ class Aggregated(NamedTuple):
 
 
 class _FieldTimestamps(TimestampAssigner):
+    # ``read``: the layout's field reader (rows may carry no field names).
     """Flink record timestamps from the ``time`` field or function (integer ms,
     ``datetime`` or ``Instant``). An element whose time cannot be read gets
     ``Long.MIN_VALUE``: it holds no watermark back, and the process function, which reads the
     time again, rejects it with an error naming the field."""
 
-    def __init__(self, time: str | Callable[[Any], Any]) -> None:
+    def __init__(self, time: str | Callable[[Any], Any], layout: OutputLayout) -> None:
         self._time = time
+        self._layout = layout
 
     def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
         try:
-            t = get_field(value, self._time) if isinstance(self._time, str) else self._time(value)
+            t = (self._layout.read(value, self._time) if isinstance(self._time, str)
+                 else self._time(value))
             t = _time.to_ms(t)
         except Exception:
             return _time.LONG_MIN
         return t if type(t) is int else _time.LONG_MIN
 
 
-def _key_selector(key: str | Callable[[Any], Any]) -> Callable[[Any], Any]:
+def _key_selector(key: str | Callable[[Any], Any], layout: OutputLayout
+                  ) -> Callable[[Any], Any]:
     if callable(key):
         return key
     name = key
+    read = layout.read
 
     def by_field(value: Any) -> Any:
         try:
-            return get_field(value, name)
-        except (KeyError, ValueError):
+            return read(value, name)
+        except (KeyError, ValueError, IndexError):
             raise BadEventError(f"the element has no key field {name!r}: {value!r:.100}",
                                 field=name) from None
     return by_field
@@ -83,7 +87,8 @@ def _query(window: Any, windows: Sequence[Any] | None, aggregations: Any,
 
 
 def _with_watermarks(stream: DataStream, watermark: Any,
-                     time: str | Callable[[Any], Any] | None) -> DataStream:
+                     time: str | Callable[[Any], Any] | None, layout: OutputLayout
+                     ) -> DataStream:
     if watermark is None:
         return stream
     if isinstance(watermark, WatermarkStrategy):
@@ -92,7 +97,7 @@ def _with_watermarks(stream: DataStream, watermark: Any,
         bound = duration_ms(watermark, "watermark")
         strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(bound))
     if time is not None:
-        strategy = strategy.with_timestamp_assigner(_FieldTimestamps(time))
+        strategy = strategy.with_timestamp_assigner(_FieldTimestamps(time, layout))
     return stream.assign_timestamps_and_watermarks(strategy)
 
 
@@ -153,7 +158,8 @@ def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
     late_tag = OutputTag(LATE_TAG_NAME, input_type or Types.PICKLED_BYTE_ARRAY())
     fn = SwagProcessFunction(query, layout, LATE_TAG_NAME, time=time, algorithm=algorithm,
                              max_cached_keys=max_cached_keys)
-    keyed = _with_watermarks(stream, watermark, time).key_by(_key_selector(key), ktype)
+    keyed = _with_watermarks(stream, watermark, time, layout).key_by(
+        _key_selector(key, layout), ktype)
     rows = keyed.process(fn, out_type).name(name)
     if with_late_output:
         return Aggregated(rows, rows.get_side_output(late_tag))

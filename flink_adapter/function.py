@@ -24,7 +24,6 @@ from typing import Any
 from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 
 from adapters import BadEventError, WindowDriver
-from adapters.specs import get_field
 
 from . import _time
 from ._types import OutputLayout
@@ -122,8 +121,8 @@ class SwagProcessFunction(KeyedProcessFunction):
             return ts
         if isinstance(extractor, str):
             try:
-                return _time.to_ms(get_field(value, extractor))
-            except (KeyError, AttributeError, TypeError):
+                return _time.to_ms(self._layout.read(value, extractor))
+            except (KeyError, AttributeError, TypeError, IndexError):
                 raise BadEventError(f"key {key!r}: the element has no time field "
                                     f"{extractor!r}: {value!r:.100}", key=key,
                                     field=extractor) from None
