@@ -16,6 +16,7 @@ from adapters.windows import count_window, over, sliding, tumbling
 from .datastream import LATE_TAG_NAME, Aggregated, sliding_aggregate
 from .function import METRICS_GROUP, SwagProcessFunction
 from .state import FlinkKeyState
+from .table import sliding_aggregate_table
 
 __all__ = [
     "LATE_TAG_NAME",
@@ -29,5 +30,6 @@ __all__ = [
     "over",
     "sliding",
     "sliding_aggregate",
+    "sliding_aggregate_table",
     "tumbling",
 ]

@@ -17,13 +17,14 @@ carries it pickles without Java objects.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyflink.common import Row, Types
-from pyflink.common.typeinfo import BasicTypeInfo, RowTypeInfo, TypeInformation
+from pyflink.common.typeinfo import BasicTypeInfo, ExternalTypeInfo, RowTypeInfo, TypeInformation
 
 from adapters import BadEventError
 from adapters.specs import AggSpec, Query, get_field
@@ -33,6 +34,13 @@ from . import _time
 RANGE_COLUMNS = ("window", "key", "start", "end")
 EVENT_COLUMNS = ("time", "event")
 _EPOCH = _dt.datetime(1970, 1, 1)
+
+
+def plain_type(t: TypeInformation | None) -> TypeInformation | None:
+    """``t`` without the ``ExternalTypeInfo`` wrapper of streams made from tables."""
+    while isinstance(t, ExternalTypeInfo):
+        t = t._type_info
+    return t
 
 
 def _basic(t: TypeInformation | None) -> str | None:
@@ -56,8 +64,8 @@ def time_kind(t: TypeInformation | None) -> str | None:
     name = type(t).__name__
     if name == "TimestampTypeInfo":
         return "local"
-    if name == "LocalTimeTypeInfo" and getattr(t, "_time_type", None) is not None \
-            and t._time_type.name == "LOCAL_DATE_TIME":  # type: ignore[attr-defined]
+    kind = getattr(t, "_time_type", None)
+    if name == "LocalTimeTypeInfo" and kind is not None and kind.name == "LOCAL_DATE_TIME":
         return "local"
     if name == "InstantTypeInfo":
         return "instant"
@@ -156,10 +164,9 @@ class OutputLayout:
                     return value
             out = dict(zip(names, value))
             for name in self.time_fields:
-                try:
+                # A bad time field is left as is: the aggregation reading it reports it.
+                with contextlib.suppress(KeyError, ValueError):
                     out[name] = _time.to_ms(out[name])
-                except (KeyError, ValueError):
-                    pass  # a bad time field is reported by the aggregation that reads it
             return out
         return value
 
@@ -194,6 +201,7 @@ def layout_and_type(query: Query, raw_aggs: Mapping[str, Any], key_type: TypeInf
     names: tuple[str, ...] | None = None
     time_fields: dict[str, str] = {}
     row_type: TypeInformation | None = None
+    input_type = plain_type(input_type)
     if isinstance(input_type, RowTypeInfo):
         names = tuple(input_type.get_field_names())
         if value_field is None:
@@ -213,11 +221,10 @@ def layout_and_type(query: Query, raw_aggs: Mapping[str, Any], key_type: TypeInf
         types += [Types.LONG(), Types.LONG()]
     converters: dict[str, str] = {}
     if "OverWindow" in kinds:
+        # The event travels as the driver's plain value (a dict for Row input): PyFlink
+        # 2.3's execute_and_collect fails on a Row nested in a Row's field.
         columns += ["time", "event"]
-        types += [Types.LONG(), row_type if row_type is not None and value_field is None
-                  else Types.PICKLED_BYTE_ARRAY()]
-        if row_type is not None and value_field is None:
-            converters["event"] = "row"
+        types += [Types.LONG(), Types.PICKLED_BYTE_ARRAY()]
     for spec in query.aggregations:
         t = aggregate_type(spec, raw_aggs.get(spec.name), fields, row_type
                            if value_field is None else None, output_types)
@@ -243,6 +250,7 @@ def key_type_of(key: str | Callable[[Any], Any], input_type: TypeInformation | N
     """The declared key type: ``given``, else the key field's type, else pickled."""
     if given is not None:
         return given
+    input_type = plain_type(input_type)
     if isinstance(key, str) and isinstance(input_type, RowTypeInfo):
         types = dict(zip(input_type.get_field_names(), input_type.get_field_types()))
         if key in types:
@@ -251,4 +259,4 @@ def key_type_of(key: str | Callable[[Any], Any], input_type: TypeInformation | N
 
 
 __all__ = ["EVENT_COLUMNS", "RANGE_COLUMNS", "OutputLayout", "aggregate_type", "from_ms",
-           "key_type_of", "layout_and_type", "time_kind"]
+           "key_type_of", "layout_and_type", "plain_type", "time_kind"]

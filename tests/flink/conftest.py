@@ -12,8 +12,8 @@ pytest.importorskip("pyflink")
 if shutil.which("java") is None:
     pytest.skip("Flink needs Java 17+ (scripts/check_java.sh)", allow_module_level=True)
 
-from pyflink.common import Configuration  # noqa: E402
-from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment  # noqa: E402
+from pyflink.common import Configuration
+from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
 
 
 def make_env(streaming: bool = True, parallelism: int = 1,

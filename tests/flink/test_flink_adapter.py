@@ -1,0 +1,120 @@
+"""``flink_adapter.sliding_aggregate`` on real PyFlink jobs: Flink's own watermarks and timers,
+declared output types, the late side output, bad input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pyflink.common import Row, Types
+
+import flink_adapter as fa
+from tests.conformance.oracle import expected
+from tests.conformance.runner import compare
+
+INPUT = Types.ROW_NAMED(["k", "t", "v"], [Types.STRING(), Types.LONG(), Types.DOUBLE()])
+
+
+def test_real_watermarks_timers_and_types(flink_env: Any) -> None:
+    """Streaming with Flink's own watermarks (``watermark=0``: bounded out-of-orderness 0,
+    timestamps from the ``t`` field) and event-time timers: every row equals the oracle's.
+    The events come in time order, so no event is late whenever Flink's periodic
+    watermark happens to advance (measured: with ``from_collection`` it stays at
+    ``Long.MIN_VALUE`` until the end of input, even across a 3 s pause upstream)."""
+    events = [("a", t, float(t % 7)) for t in range(0, 10_000, 500)] + [("b", 4_000, 9.0)]
+    events += [("a", t, float(t % 5)) for t in range(10_000, 14_000, 700)]
+    env = flink_env(streaming=True)
+    stream = env.from_collection([Row(*e) for e in events], INPUT)
+    aggs = {"mx": {"fn": "max", "field": "v"}, "n": {"fn": "count"},
+            "mc": {"fn": "maxcount", "field": "v"}, "total": {"fn": "sum", "field": "v"}}
+    out = fa.sliding_aggregate(stream, key="k", time="t", watermark=0,
+                               windows=[fa.sliding(2_000, 1_000), fa.over(1_500)],
+                               aggregations=aggs, with_late_output=True)
+    row_type = out.rows.get_type()
+    assert row_type.get_field_names() == ["window", "key", "start", "end", "time", "event",
+                                          "mx", "n", "mc", "total"]
+    types = dict(zip(row_type.get_field_names(), row_type.get_field_types()))
+    assert types["n"] == Types.LONG() and types["total"] == Types.DOUBLE()
+    assert types["key"] == Types.STRING()
+    # One job for both outputs (each execute_and_collect runs the whole job again), through a
+    # Python map, where the pickled event column is the driver's dict again.
+    both = out.rows.map(lambda r: ("row", r.as_dict()), Types.PICKLED_BYTE_ARRAY()).union(
+        out.late.map(lambda r: ("late", tuple(r)), Types.PICKLED_BYTE_ARRAY()))
+    results = list(both.execute_and_collect())
+    late_rows = [item for kind, item in results if kind == "late"]
+    got = []
+    for kind, d in results:
+        if kind != "row":
+            continue
+        if d["start"] is None:
+            del d["start"], d["end"]
+        else:
+            del d["time"], d["event"]
+        d["mc"] = [d["mc"][0], d["mc"][1]]
+        got.append(d)
+    as_events = [[k, t, {"k": k, "t": t, "v": v}] for k, t, v in events]
+    scenario = {"query": {"windows": [{"kind": "sliding", "range": 2_000, "slide": 1_000},
+                                      {"kind": "over", "range": 1_500}],
+                          "aggregations": aggs, "allowed_lateness": 0},
+                "steps": [{"events": as_events}, {"watermark": "end"}]}
+    diff = compare(expected(scenario), {"rows": got, "late": {"a": len(late_rows)}})
+    assert diff is None, diff
+
+
+def test_bad_input_names_key_and_field(flink_env: Any) -> None:
+    env = flink_env(streaming=True)
+    data = [Row("LAX", 10, 1.0), Row("LAX", 20, None)]
+    stream = env.from_collection(data, INPUT)
+    rows = fa.sliding_aggregate(stream, key="k", time="t", window=fa.tumbling(100),
+                                aggregations={"mean_v": {"fn": "mean", "field": "v"}})
+    with pytest.raises(Exception) as info:
+        list(rows.execute_and_collect())
+    text = str(info.value)
+    assert "BadEventError" in text and "'LAX'" in text and "'v'" in text, text[-2000:]
+
+
+def test_table_in_table_out_with_timestamps(flink_env: Any) -> None:
+    """A table with a ``TIMESTAMP(3)`` column in; a table with ``TIMESTAMP_LTZ(3)`` window
+    bounds and typed aggregates out, equal to the oracle's rows."""
+    import datetime as dt
+
+    from pyflink.table import DataTypes, StreamTableEnvironment
+
+    env = flink_env(streaming=True)
+    t_env = StreamTableEnvironment.create(env)
+    t_env.get_config().set_local_timezone("UTC")
+    epoch = dt.datetime(2013, 1, 1)
+    events = [("JFK", 0, 5), ("JFK", 70, 9), ("LGA", 30, 2), ("JFK", 130, -1),
+              ("JFK", 130, 4)]
+    table = t_env.from_elements(
+        [(k, epoch + dt.timedelta(minutes=m), d) for k, m, d in events],
+        DataTypes.ROW([DataTypes.FIELD("origin", DataTypes.STRING()),
+                       DataTypes.FIELD("dep", DataTypes.TIMESTAMP(3)),
+                       DataTypes.FIELD("delay", DataTypes.BIGINT())]))
+    out = fa.sliding_aggregate_table(
+        table, key="origin", time="dep", window=fa.sliding("2 hours", "1 hour"),
+        aggregations={"worst": {"fn": "max", "field": "delay"}, "n": {"fn": "count"},
+                      "total": {"fn": "sum", "field": "delay"}})
+    schema = out.get_resolved_schema()
+    types = {c.get_name(): str(c.get_data_type()) for c in schema.get_columns()}
+    assert types["start"].startswith("TIMESTAMP_LTZ(3)"), types
+    assert types["end"].startswith("TIMESTAMP_LTZ(3)")
+    assert types["worst"].startswith("BIGINT") and types["n"].startswith("BIGINT")
+    utc_epoch = epoch.replace(tzinfo=dt.timezone.utc)
+    got = []
+    with out.execute().collect() as results:
+        for r in results:
+            d = dict(zip(types, r))
+            for c in ("start", "end"):
+                v = d[c] if d[c].tzinfo else d[c].replace(tzinfo=dt.timezone.utc)
+                d[c] = (v - utc_epoch) // dt.timedelta(milliseconds=1)
+            got.append(d)
+    scenario = {"query": {"windows": [{"kind": "sliding", "range": 7_200_000,
+                                       "slide": 3_600_000}],
+                          "aggregations": {"worst": {"fn": "max", "field": "delay"},
+                                           "n": {"fn": "count"},
+                                           "total": {"fn": "sum", "field": "delay"}}},
+                "steps": [{"events": [[k, m * 60_000, {"delay": d}] for k, m, d in events]},
+                          {"watermark": "end"}]}
+    diff = compare(expected(scenario), {"rows": got, "late": {}})
+    assert diff is None, diff
