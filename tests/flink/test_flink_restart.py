@@ -5,6 +5,7 @@ duplicated (the FileSink commits files on checkpoints; only committed files are 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -24,7 +25,10 @@ def _start(out: Path, ckpt: Path, restore: Path | None = None) -> subprocess.Pop
     args = [sys.executable, "-m", "tests.flink.restart_job", str(out), str(ckpt)]
     if restore is not None:
         args.append(str(restore))
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # A fresh job: none of this process's gateway settings (PYFLINK_GATEWAY_DISABLED, set
+    # once this process has run a job, would make the child refuse to start its own JVM).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYFLINK_")}
+    env["PYTHONPATH"] = str(ROOT)
     return subprocess.Popen(args, cwd=ROOT, env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -53,7 +57,8 @@ def test_killed_and_restored_from_checkpoint_gives_exact_rows(tmp_path: Path) ->
             assert time.monotonic() < deadline, "no checkpoint within 240 s"
             time.sleep(0.2)
     finally:
-        os.killpg(first.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(first.pid, signal.SIGKILL)
         first.wait()
     before = _committed(out)
     restore = _checkpoints(ckpt)[-1]
