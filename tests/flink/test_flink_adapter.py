@@ -7,12 +7,34 @@ from typing import Any
 
 import pytest
 from pyflink.common import Row, Types
+from pyflink.datastream.functions import AggregateFunction
 
 import flink_adapter as fa
+from swag_core.aggregations import Max
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
 
 INPUT = Types.ROW_NAMED(["k", "t", "v"], [Types.STRING(), Types.LONG(), Types.DOUBLE()])
+
+
+class MeanFunction(AggregateFunction):
+    """A PyFlink ``AggregateFunction``: the mean, accumulator ``[sum, count]``."""
+
+    def create_accumulator(self) -> list[float]:
+        return [0.0, 0]
+
+    def add(self, value: float, accumulator: list[float]) -> list[float]:
+        accumulator[0] += value
+        accumulator[1] += 1
+        return accumulator
+
+    def merge(self, acc_a: list[float], acc_b: list[float]) -> list[float]:
+        acc_a[0] += acc_b[0]
+        acc_a[1] += acc_b[1]
+        return acc_a
+
+    def get_result(self, accumulator: list[float]) -> float:
+        return accumulator[0] / accumulator[1]
 
 
 def test_real_watermarks_timers_and_types(flink_env: Any) -> None:
@@ -27,12 +49,15 @@ def test_real_watermarks_timers_and_types(flink_env: Any) -> None:
     stream = env.from_collection([Row(*e) for e in events], INPUT)
     aggs = {"mx": {"fn": "max", "field": "v"}, "n": {"fn": "count"},
             "mc": {"fn": "maxcount", "field": "v"}, "total": {"fn": "sum", "field": "v"}}
+    # A PyFlink AggregateFunction and a swag_core.Aggregation, against their built-in twins.
+    custom = {"flink_mean": ("v", MeanFunction()), "core_max": ("v", Max())}
+    twins = {"flink_mean": {"fn": "mean", "field": "v"}, "core_max": {"fn": "max", "field": "v"}}
     out = fa.sliding_aggregate(stream, key="k", time="t", watermark=0,
                                windows=[fa.sliding(2_000, 1_000), fa.over(1_500)],
-                               aggregations=aggs, with_late_output=True)
+                               aggregations={**aggs, **custom}, with_late_output=True)
     row_type = out.rows.get_type()
     assert row_type.get_field_names() == ["window", "key", "start", "end", "time", "event",
-                                          "mx", "n", "mc", "total"]
+                                          "mx", "n", "mc", "total", "flink_mean", "core_max"]
     types = dict(zip(row_type.get_field_names(), row_type.get_field_types()))
     assert types["n"] == Types.LONG() and types["total"] == Types.DOUBLE()
     assert types["key"] == Types.STRING()
@@ -55,7 +80,7 @@ def test_real_watermarks_timers_and_types(flink_env: Any) -> None:
     as_events = [[k, t, {"k": k, "t": t, "v": v}] for k, t, v in events]
     scenario = {"query": {"windows": [{"kind": "sliding", "range": 2_000, "slide": 1_000},
                                       {"kind": "over", "range": 1_500}],
-                          "aggregations": aggs, "allowed_lateness": 0},
+                          "aggregations": {**aggs, **twins}, "allowed_lateness": 0},
                 "steps": [{"events": as_events}, {"watermark": "end"}]}
     diff = compare(expected(scenario), {"rows": got, "late": {"a": len(late_rows)}})
     assert diff is None, diff
