@@ -16,11 +16,13 @@ is pickled: the bytes are the shared codec's (``adapters.codec``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pyflink.common import Types
 from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
+
+from adapters import StateError
 
 #: State names (part of the job's state layout: keep them for savepoint compatibility).
 META_NAME = "swag_meta"
@@ -70,9 +72,17 @@ class FlinkKeyState:
         for time, seq, data in entries:
             put(seq, (time, data))
 
-    def read_events(self) -> Iterator[tuple[int, int, bytes]]:
-        for seq, (time, data) in self.log.items():
-            yield time, seq, bytes(data)
+    def read_events(self) -> list[tuple[int, int, bytes]]:
+        out = [(time, seq, bytes(data)) for seq, (time, data) in self.log.items()]
+        if not out and not self.log.is_empty():
+            # Measured with PyFlink 2.3 in BATCH execution: inside on_timer, iterating a
+            # MapState yields nothing although it holds entries (is_empty() is False, get()
+            # finds them). Rebuilding from that would silently drop the key's events.
+            raise StateError(
+                "PyFlink returned no entries when iterating the swag_log MapState, which is "
+                "not empty (PyFlink 2.3 does this in on_timer under BATCH execution); the "
+                "driver's cache missed there: do not set max_cached_keys in BATCH mode")
+        return out
 
     def remove_events(self, before: int, keys: Sequence[tuple[int, int]]) -> None:
         remove = self.log.remove
