@@ -56,10 +56,12 @@ lint: $(VENVS)/core/.installed
 	$(VENVS)/core/bin/mypy
 
 # ---- benchmarks (write benchmarks/results/*.json and docs/benchmarks.md) ----
-bench: $(VENVS)/core/.installed check-java $(VENVS)/spark/.installed $(VENVS)/beam/.installed
+bench: $(VENVS)/core/.installed check-java $(VENVS)/spark/.installed $(VENVS)/beam/.installed \
+       $(VENVS)/flink/.installed
 	$(VENVS)/core/bin/python -m benchmarks core_rounds core_bulk driver
 	$(VENVS)/spark/bin/python -m benchmarks spark_windows
 	$(VENVS)/beam/bin/python -m benchmarks beam_windows
+	$(VENVS)/flink/bin/python -m benchmarks flink_windows
 
 clean-venvs:
 	rm -rf $(VENVS)
