@@ -113,7 +113,7 @@ class SwagProcessFunction(KeyedProcessFunction):
         extractor = self._time
         if extractor is None:
             ts = ctx.timestamp()
-            if ts is None:
+            if ts is None or ts <= _time.LONG_MIN:  # a record without a timestamp
                 raise BadEventError(
                     f"key {key!r}: the element has no event timestamp; assign timestamps "
                     f"(watermark=..., or assign_timestamps_and_watermarks) or pass "
