@@ -129,8 +129,9 @@ def run_corpus(env: StreamExecutionEnvironment, scenarios: list[dict[str, Any]],
     # from_collection serializes in the JVM and cannot take pickled fields: the elements
     # travel as JSON text (the scenarios are JSON) and become Rows in a Python map.
     text = [json.dumps(e) for e in _elements(scenarios, markers)]
-    stream = env.from_collection(text, Types.STRING()).map(lambda t: Row(*json.loads(t)),
-                                                           INPUT)
+    # One parsing instance, so that each key's elements keep their order into key_by.
+    stream = env.from_collection(text, Types.STRING()).map(
+        lambda t: Row(*json.loads(t)), INPUT).set_parallelism(1)
     fn = CorpusFunction(queries, markers)
     rows = stream.key_by(lambda r: r[0], Types.STRING()).process(
         fn, Types.PICKLED_BYTE_ARRAY())

@@ -5,7 +5,7 @@ one job for every streaming scenario (marker watermarks).
   watermark steps nor on the arrival order of equal times (Flink's batch sort keeps none).
 * Streaming with marker watermarks: every scenario without bad input, exact rows and late
   counts at each scenario's own watermark steps (including scenarios that stop without
-  ``"end"``).
+  ``"end"``), with parallelism 2.
 
 Bad input and Flink's own watermarks: ``test_flink_adapter.py``.
 """
@@ -37,7 +37,9 @@ def batch_runs(flink_env: Any) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def stream_runs(flink_env: Any) -> dict[str, dict[str, Any]]:
-    return run_corpus(flink_env(streaming=True), [load(n) for n in GOOD], markers=True)
+    # Two operator instances: keys spread over two drivers, caches and state partitions.
+    return run_corpus(flink_env(streaming=True, parallelism=2), [load(n) for n in GOOD],
+                      markers=True)
 
 
 @pytest.mark.parametrize("name", BATCH)
