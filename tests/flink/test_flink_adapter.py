@@ -149,3 +149,47 @@ def test_table_in_table_out_with_timestamps(flink_env: Any) -> None:
                           {"watermark": "end"}]}
     diff = compare(expected(scenario), {"rows": got, "late": {}})
     assert diff is None, diff
+
+
+def test_late_events_against_flinks_own_paced_watermarks(flink_env: Any) -> None:
+    """A paced source (the ``datagen`` connector, 50 rows/s) whose rowtime watermark
+    (``WATERMARK FOR ts AS ts``) Flink advances while the input flows. Events 100, 150 and
+    200 are 120 s (120 rows, 2.4 s of input) behind the others; the watermark lags the
+    newest row by less than that (measured: with a 40-row gap only some of them were
+    late, with 120 all are). Exactly those events must come out of the late side output,
+    and the rows must be the oracle's over the other events."""
+    from pyflink.table import StreamTableEnvironment
+
+    env = flink_env(streaming=True)
+    t_env = StreamTableEnvironment.create(env)
+    when = "CASE WHEN seq % 50 = 0 AND seq >= 100 THEN seq * 1000 - 120000 ELSE seq * 1000 END"
+    t_env.execute_sql(f"""
+        CREATE TEMPORARY TABLE paced (
+            seq BIGINT,
+            k AS 'k' || CAST(seq % 2 AS STRING),
+            v AS CAST(seq AS DOUBLE),
+            ts AS TO_TIMESTAMP_LTZ({when}, 3),
+            WATERMARK FOR ts AS ts
+        ) WITH ('connector' = 'datagen', 'rows-per-second' = '50',
+                'fields.seq.kind' = 'sequence', 'fields.seq.start' = '1',
+                'fields.seq.end' = '200')""")
+    stream = t_env.to_data_stream(t_env.sql_query("SELECT k, v, ts, seq FROM paced"))
+    aggs = {"total": {"fn": "sum", "field": "v"}, "n": {"fn": "count"}}
+    out = fa.sliding_aggregate(stream, key="k", window=fa.sliding(10_000, 5_000),
+                               aggregations=aggs, with_late_output=True)
+    both = out.rows.map(lambda r: ("row", r.as_dict()), Types.PICKLED_BYTE_ARRAY()).union(
+        out.late.map(lambda r: ("late", int(r[3])), Types.PICKLED_BYTE_ARRAY()))
+    results = list(both.execute_and_collect())
+    late = sorted(item for kind, item in results if kind == "late")
+    assert late == [100, 150, 200]
+    events = []
+    for seq in range(1, 201):
+        if seq not in late:
+            k = f"k{seq % 2}"
+            events.append([k, seq * 1000, {"v": float(seq)}])  # seq 50 is on time
+    scenario = {"query": {"windows": [{"kind": "sliding", "range": 10_000, "slide": 5_000}],
+                          "aggregations": aggs},
+                "steps": [{"events": events}, {"watermark": "end"}]}
+    got = [item for kind, item in results if kind == "row"]
+    diff = compare(expected(scenario), {"rows": got, "late": {}})
+    assert diff is None, diff
