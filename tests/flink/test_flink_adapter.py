@@ -154,10 +154,12 @@ def test_table_in_table_out_with_timestamps(flink_env: Any) -> None:
 def test_late_events_against_flinks_own_paced_watermarks(flink_env: Any) -> None:
     """A paced source (the ``datagen`` connector, 50 rows/s) whose rowtime watermark
     (``WATERMARK FOR ts AS ts``) Flink advances while the input flows. Events 100, 150 and
-    200 are 120 s (120 rows, 2.4 s of input) behind the others; the watermark lags the
-    newest row by less than that (measured: with a 40-row gap only some of them were
-    late, with 120 all are). Exactly those events must come out of the late side output,
-    and the rows must be the oracle's over the other events."""
+    200 are 120 s (120 rows, 2.4 s of input) behind the others. How far Flink's periodic
+    watermark lags depends on the machine's load (measured: with a 40-row gap only some of
+    them were late; with 120, all three on a quiet machine, two under load), so: only those
+    events may be late, at least one must be (the watermark advanced mid-stream and the
+    side output works), and the rows must be exactly the oracle's over the accepted events
+    (a late event counted as accepted, or the reverse, changes a window's sum and count)."""
     from pyflink.table import StreamTableEnvironment
 
     env = flink_env(streaming=True)
@@ -181,7 +183,7 @@ def test_late_events_against_flinks_own_paced_watermarks(flink_env: Any) -> None
         out.late.map(lambda r: ("late", int(r[3])), Types.PICKLED_BYTE_ARRAY()))
     results = list(both.execute_and_collect())
     late = sorted(item for kind, item in results if kind == "late")
-    assert late == [100, 150, 200]
+    assert late and set(late) <= {100, 150, 200}, late
     events = []
     for seq in range(1, 201):
         if seq not in late:
