@@ -19,15 +19,16 @@ assignment pays at one window per event (``docs/benchmarks.md``). Here, per call
   released events into (key, slice) runs are array operations;
 * each run becomes a slice partial: ``max``/``min`` with ``numpy`` (a zero is refolded in
   Python, so that of ``0.0`` and ``-0.0`` the older one wins, as with ``max``), ``sum`` and
-  ``mean`` with the kernel's left fold in Python (the per-key path's partial, bit for bit);
-  a key's open slice (the one the boundary is inside) continues with the kernel's fold;
+  ``mean`` with the kernel's fold (the exact partial of :mod:`swag_core.exact`, a Python
+  ``int``, held in an object array); a key's open slice (the one the boundary is inside)
+  continues with the kernel's fold;
 * closed slices of every key are arrays sorted by (key id, slice start): general stream
   slicing (:mod:`adapters.slicing`, Traub et al., EDBT 2019). A due window ``[e - range,
   e)`` is the reduction of its at most ``MAX_SLICES`` slices, all windows of the call in one
   ``ufunc.reduceat``: recalculation over slices, in C, which costs less than a
   ``swag_core`` structure's per-slice interpreter overhead while windows hold few slices.
-  Window sums are therefore added in NumPy's order: equal to the per-key path's within
-  rounding, as between any two structures (slice partials are the same).
+  Window sums add exact int partials (``np.add`` on Python ints), so NumPy's order changes
+  nothing: the rows equal the per-key path's bit for bit.
 
 State is the per-key path's, written the same way (one log entry per key and call, the
 metadata with a fresh nonce, log entries removed once no window needs them), so either path
@@ -142,9 +143,10 @@ class BatchRuntime:
         self._lane = lane
         self._fn = fn
         self._fold, self._fold_onto = lane.kernels[0].fold, lane.kernels[0].fold_onto
-        self._mean = fn == "mean"
-        #: the ufunc of a selective fn (``None`` for sum / mean)
+        #: the ufunc of a selective fn (``None`` for sum / mean, whose partials are exact
+        #: ints in an object array)
         self._select = {"max": np.maximum, "min": np.minimum}.get(fn)
+        self._part_type = np.float64 if self._select is not None else object
         self._g, self._base = lane.width, lane.base
         _, self._idx, self._r, self._s, self._e0 = lane._sliding[0]
         assert lane.out is not None  # one output: rows get row[out] = value
@@ -160,8 +162,8 @@ class BatchRuntime:
         i64, f64 = np.zeros(0, np.int64), np.zeros(0, np.float64)
         # pending events of every key, sorted by (key id, time, arrival): (ids, times, values)
         self._pending: tuple[Any, ...] = (i64, i64, f64)
-        # closed slices, sorted by (key id, start): (ids, starts, partial components...)
-        self._closed: tuple[Any, ...] = (i64, i64, f64, i64) if self._mean else (i64, i64, f64)
+        # closed slices, sorted by (key id, start): (ids, starts, partials)
+        self._closed: tuple[Any, ...] = (i64, i64, np.zeros(0, self._part_type))
 
     @classmethod
     def for_driver(cls, driver: WindowDriver, forced: str | None) -> BatchRuntime | None:
@@ -179,8 +181,8 @@ class BatchRuntime:
         if fn not in _FNS or lane._sliding[0][2] // lane.width > MAX_SLICES:
             return None
         probe = object()
-        if fn != "mean" and driver._finish(probe) is not probe:
-            return None  # max, min and sum results are their partials
+        if fn in ("max", "min") and driver._finish(probe) is not probe:
+            return None  # max and min results are their partials
         return cls(driver, lane, fn)
 
     # ------------------------------------------------------------------ cache
@@ -206,13 +208,9 @@ class BatchRuntime:
 
     def _components(self, part: Any) -> tuple[Any, ...]:
         """A slice partial as the closed arrays' components, checked to fit them exactly."""
-        if self._mean:
-            if type(part) is tuple and len(part) == 2 and type(part[0]) is float and \
-                    type(part[1]) is int:
-                return part
-        elif type(part) is float:
+        if type(part) is (float if self._select is not None else int):
             return (part,)
-        raise _NotCovered  # e.g. int values the per-key path took: keep them exact
+        raise _NotCovered  # e.g. int values of max/min the per-key path took: keep them
 
     def _key(self, key: Any, state: KeyState, reload: list[tuple[int, Any, Any]]) -> _Key:
         """The key's runtime, loaded from state if it is not cached or does not match the
@@ -412,7 +410,7 @@ class BatchRuntime:
                 j0, j1 = run_lo[pos], run_hi[pos]
                 if j1 > j0:
                     first = int(run_start[j0])
-                    if cur == first:  # the open slice goes on: the kernel's left fold
+                    if cur == first:  # the open slice goes on: the kernel's fold_onto
                         self._set_part(run_parts, j0, self._continue(acc, rx, run_parts, run_at,
                                                                      run_end, j0))
                     elif cur is not None:
@@ -495,19 +493,16 @@ class BatchRuntime:
             return [self._reduce(self._select, rx, run_at, run_end)]
         xs = rx.tolist()
         fold = self._fold
-        zero = (0.0, 0) if fn == "mean" else 0.0
-        parts = [zero if skip else fold(xs[a:e], e - a)
-                 for a, e, skip in zip(run_at.tolist(), run_end.tolist(), goes_on.tolist())]
-        if fn == "sum":
-            return [np.array(parts, np.float64)]
-        sums, counts = zip(*parts)
-        return [np.array(sums, np.float64), np.array(counts, np.int64)]
+        parts = np.empty(len(run_at), object)
+        parts[:] = [0 if skip else fold(xs[a:e], e - a)
+                    for a, e, skip in zip(run_at.tolist(), run_end.tolist(), goes_on.tolist())]
+        return [parts]
 
     def _continue(self, acc: Any, rx: Any, comps: list[Any], run_at: Any, run_end: Any,
                   j: int) -> Any:
         """The open slice's partial ``acc`` folded on with run ``j``: for ``max``/``min``
         the older operand of a tie is ``acc``, so combining with the run's partial is the
-        same left fold; sums fold on value by value."""
+        same left fold; sums add the run's exact partial."""
         if self._fn in ("max", "min"):
             part = float(comps[0][j])
             return self._fold_onto(acc, (part,), 1)
@@ -515,13 +510,10 @@ class BatchRuntime:
         return self._fold_onto(acc, rx[a:e].tolist(), e - a)
 
     def _get_part(self, comps: list[Any], j: int) -> Any:
-        if self._mean:
-            return (float(comps[0][j]), int(comps[1][j]))
-        return float(comps[0][j])
+        return float(comps[0][j]) if self._select is not None else comps[0][j]
 
     def _set_part(self, comps: list[Any], j: int, part: Any) -> None:
-        for comp, value in zip(comps, part if self._mean else (part,)):
-            comp[j] = value
+        comps[0][j] = part
 
     def _add_closed(self, runs: tuple[Any, Any, list[Any], Any] | None,
                     closing: list[tuple[int, int, Any]]) -> None:
@@ -532,10 +524,10 @@ class BatchRuntime:
             run_id, run_start, run_parts, run_closes = runs
             parts.append(_take((run_id, run_start, *run_parts), run_closes))
         if closing:
-            cols = list(zip(*[(ident, start, *(part if self._mean else (part,)))
-                              for ident, start, part in closing]))
-            dtypes = [x.dtype for x in self._closed]
-            parts.append(tuple(np.array(c, dt) for c, dt in zip(cols, dtypes)))
+            ident, start, part = zip(*closing)
+            partials = np.empty(len(part), self._part_type)
+            partials[:] = part
+            parts.append((np.array(ident, np.int64), np.array(start, np.int64), partials))
         new = parts[0] if len(parts) == 1 else tuple(
             np.concatenate(pair) for pair in zip(*parts))
         if closing:  # in call order, not key order
@@ -625,15 +617,9 @@ class BatchRuntime:
     def _window_values(self, closed: tuple[Any, ...], lo: Any, hi: Any) -> list[Any]:
         """Lowered aggregates of the closed slices ``lo[j] .. hi[j] - 1``, all windows at
         once (``hi > lo``)."""
-        fn = self._fn
-        if fn in ("max", "min"):
+        if self._select is not None:
             return self._reduce(self._select, closed[2], lo, hi).tolist()
-        sums = self._reduce(np.add, closed[2], lo, hi).tolist()
-        if fn == "sum":
-            return sums
-        counts = self._reduce(np.add, closed[3], lo, hi).tolist()
-        lower = self._lower
-        return [lower(pair) for pair in zip(sums, counts)]
+        return list(map(self._lower, self._reduce(np.add, closed[2], lo, hi).tolist()))
 
     # ------------------------------------------------------------------ timers
     def _timers(self, keys: list[Any], ks: list[_Key], ids: Any,

@@ -22,7 +22,7 @@ from adapters.errors import BadEventError, CodecError
 from adapters.kernels import Kernel
 from adapters.results import LateEvent
 from adapters.runtime import TIME, Record
-from adapters.specs import AggSpec, PolicyWindow, get_field, plain_field
+from adapters.specs import AggSpec, PolicyWindow, get_field, is_missing, plain_field
 from adapters.times import parse_time
 
 _TIME = operator.itemgetter(TIME)
@@ -145,8 +145,8 @@ class Intake:
         assert self.kernels is not None
         if self.single:
             name = self.kernels[0].field
-            return None if name is None else get_field(value, name)
-        return tuple([None if k.field is None else get_field(value, k.field)
+            return None if name is None else _present(get_field(value, name))
+        return tuple([None if k.field is None else _present(get_field(value, k.field))
                       for k in self.kernels])
 
     # ------------------------------------------------------------------ a batch
@@ -177,10 +177,10 @@ class Intake:
             if k.field is None:  # count: reads no field
                 cols.append([None] * len(columns.values))
                 continue
-            xs = columns.column(k.field)
-            if not k.accepts(xs, columns.types(k.field)):
+            held = k.accepts(columns.column(k.field), columns.types(k.field))
+            if held is None:
                 return None
-            cols.append(xs)
+            cols.append(held)
         return cols[0] if self.single else list(zip(*cols))
 
     def _records(self, key: Any, times: Sequence[int], values: Sequence[Any],
@@ -264,6 +264,12 @@ class Intake:
             return [], None, late
         return (self._records(key, out_times, out_values, out_lifted),
                 encode_entry(out_times, out_values) if encode else None, late)
+
+
+def _present(x: Any) -> Any:
+    """A raw kernel value as the pending buffer holds it: ``None`` for a missing value (a
+    lift that refuses missing values has refused it before)."""
+    return None if is_missing(x) else x
 
 
 def _shown(x: Any, spec: AggSpec) -> str:

@@ -3,17 +3,26 @@ C-level builtins instead of one ``lift`` and one ``combine`` call per event (``c
 events: the run's length).
 
 The driver's time lanes fold the released events of each slice into one partial aggregate
-(:mod:`adapters.slicing`). For ``max``, ``min``, ``sum`` and ``mean`` on a field, the lift
-returns the value itself (``mean``: the pair ``(value, 1)``) once it has accepted it, and the
-combine is ``max`` keeping the older of equal values, ``min`` likewise, ``+``, and ``+`` on
-pairs. So the partial of a run ``x_1 .. x_n`` (time order) is exactly ``max(xs)`` /
-``min(xs)`` (the builtins keep the first of equal items) / ``reduce(add, xs)`` /
-``(reduce(add, xs), n)``: the same Python operations in the same order, hence the same
-result, bit for bit.
+(:mod:`adapters.slicing`). For ``max`` and ``min`` on a field, the lift returns the value
+itself once it has accepted it, and the combine is ``max`` keeping the older of equal values,
+``min`` likewise; so the partial of a run ``x_1 .. x_n`` (time order) is exactly ``max(xs)``
+/ ``min(xs)`` (the builtins keep the first of equal items). ``sum`` and ``mean`` share one
+exact partial (:mod:`swag_core.exact`: a fixed-point ``int`` plus counters), whose combine
+is ``+`` on ints: exact, so any grouping of the run gives the same int. The kernel computes
+it from a few :func:`math.fsum` passes (:func:`swag_core.exact.sum_floats`) instead of one
+lift per value: the same int, bit for bit.
 
 A kernel also has a batch check: a column of ``int`` / ``float`` values whose sum is finite
 holds no NaN, so every lift accepts it. Columns that fail the check take the per-event lift,
 which raises the exact error (the raw values are still what is stored).
+
+Missing values (``nulls="skip"``, :func:`adapters.specs.skipping_missing`): the pending
+buffer holds ``None`` for a missing value (a NaN is stored as ``None`` too), and the batch
+check accepts ``None`` among the numbers. The fold is still the builtin's, because ``None``
+meets a number only by raising ``TypeError`` (``max``, ``<``, ``+``), and a run of one
+``None`` is seen at once; then, and only then, the run is folded by definition, as
+``reduce(combine, map(lift, xs))`` with the output's own (skipping) lift and combine. So runs
+without a missing value cost one list of the run more than before.
 
 A kernel is used only for an output created by :func:`adapters.specs.parse_aggregation` for
 that function name, and (max, min, sum, mean) only if a probe at construction shows that the
@@ -25,13 +34,14 @@ is 1 for every event and whose combine is ``+``.
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable, Iterable
 from functools import reduce
 from typing import Any, NamedTuple
 
 from adapters.specs import AggSpec, plain_field
+from swag_core import Aggregation
 from swag_core.aggregations import Count, Max, Mean, Min, Sum
+from swag_core.exact import ONE_VALUE, lift_int, sum_floats
 
 _NUMBERS = frozenset({int, float})
 _INTS = frozenset({int})
@@ -57,14 +67,6 @@ def _min(xs: Iterable[Any], n: int) -> Any:
     return min(xs)
 
 
-def _sum(xs: Iterable[Any], n: int) -> Any:
-    return reduce(operator.add, xs)
-
-
-def _mean(xs: Iterable[Any], n: int) -> tuple[Any, int]:
-    return (reduce(operator.add, xs), n)
-
-
 def _max_onto(acc: Any, xs: Iterable[Any], n: int) -> Any:
     return max(acc, max(xs))  # the older acc wins a tie
 
@@ -73,12 +75,18 @@ def _min_onto(acc: Any, xs: Iterable[Any], n: int) -> Any:
     return min(acc, min(xs))
 
 
-def _sum_onto(acc: Any, xs: Iterable[Any], n: int) -> Any:
-    return reduce(operator.add, xs, acc)
+def _exact(xs: Iterable[Any], n: int) -> int:
+    """The exact partial of ``Sum`` / ``Mean`` of the accepted numbers ``xs``."""
+    xs = xs if type(xs) is list else list(xs)
+    if list(map(type, xs)).count(float) == n:
+        return sum_floats(xs)
+    ints = [x for x in xs if type(x) is int]
+    floats = [x for x in xs if type(x) is not int]
+    return sum_floats(floats) + lift_int(sum(ints)) + (len(ints) - 1) * ONE_VALUE
 
 
-def _mean_onto(acc: tuple[Any, int], xs: Iterable[Any], n: int) -> tuple[Any, int]:
-    return (reduce(operator.add, xs, acc[0]), acc[1] + n)
+def _exact_onto(acc: int, xs: Iterable[Any], n: int) -> int:
+    return acc + _exact(xs, n)
 
 
 def _count(xs: Iterable[Any], n: int) -> int:
@@ -89,8 +97,27 @@ def _count_onto(acc: int, xs: Iterable[Any], n: int) -> int:
     return acc + n
 
 
-def _accepts_anything(xs: list[Any], types: set[type] | frozenset[type]) -> bool:
-    return True
+def _accepts_anything(xs: list[Any], types: set[type] | frozenset[type]) -> list[Any] | None:
+    return xs
+
+
+def _numbers(xs: list[Any], types: set[type] | frozenset[type]) -> list[Any] | None:
+    return xs if _numbers_accepted(xs, types) else None
+
+
+_NONE = type(None)
+
+
+def _numbers_or_missing(xs: list[Any], types: set[type] | frozenset[type]
+                        ) -> list[Any] | None:
+    """``nulls="skip"``: the column with every missing value (``None``, NaN) as ``None``, if
+    the other values are ints and floats (infinities are values); else ``None``."""
+    if _numbers_accepted(xs, types):
+        return xs
+    present = types - {_NONE}
+    if not present <= _NUMBERS:
+        return None
+    return [None if x is None or x != x else x for x in xs]
 
 
 Fold = Callable[[Iterable[Any], int], Any]
@@ -106,8 +133,9 @@ class Kernel(NamedTuple):
     #: ``fold_onto(acc, xs, n)``: ``combine(acc, fold(xs, n))`` as the same left fold, i.e.
     #: ``fold(ys + xs)`` when ``acc == fold(ys)``, bit for bit
     fold_onto: FoldOnto
-    #: batch check, given the column and its set of types
-    accepts: Callable[[list[Any], set[type] | frozenset[type]], bool]
+    #: batch check, given the column and its set of types: the column the pending buffer
+    #: holds (missing values as ``None``), or ``None`` if the per-event path must decide
+    accepts: Callable[[list[Any], set[type] | frozenset[type]], list[Any] | None]
     #: the event field read, or ``None`` (``count`` of events: reads nothing; the pending
     #: buffer then holds ``None`` for it)
     field: str | None
@@ -116,12 +144,13 @@ class Kernel(NamedTuple):
 _KERNELS: dict[str, tuple[type, Fold, FoldOnto]] = {
     "max": (Max, _max, _max_onto),
     "min": (Min, _min, _min_onto),
-    "sum": (Sum, _sum, _sum_onto),
-    "mean": (Mean, _mean, _mean_onto),
+    "sum": (Sum, _exact, _exact_onto),
+    "mean": (Mean, _exact, _exact_onto),
 }
 
 #: Distinct objects for equal values, so that the tie rule (the older one wins) shows.
-_PROBE = [float("3"), -1.5, float("3"), 7, 0.25, float("7"), 0.0, -0.0, 2**70, 1e-300, 0.1]
+_PROBE = [float("3"), -1.5, float("3"), 7, 0.25, float("7"), 0.0, -0.0, 2**70, 1e-300, 0.1,
+          1e16, -1e16, 5e-324]
 
 
 def kernel_for(spec: AggSpec) -> Kernel | None:
@@ -130,7 +159,8 @@ def kernel_for(spec: AggSpec) -> Kernel | None:
         return Kernel(_count, _count_onto, _accepts_anything, None)
     entry = _KERNELS.get(spec.fn or "")
     name = plain_field(spec.extract)
-    if entry is None or name is None or type(spec.aggregation) is not entry[0]:
+    builtin = spec.base if spec.skips_missing else spec.aggregation
+    if entry is None or name is None or type(builtin) is not entry[0]:
         return None
     cls, fold, fold_onto = entry
     agg = spec.aggregation
@@ -146,7 +176,33 @@ def kernel_for(spec: AggSpec) -> Kernel | None:
                     return None
     except Exception:
         return None
-    return Kernel(fold, fold_onto, _numbers_accepted, name)
+    if spec.skips_missing:
+        return _skipping_kernel(fold, fold_onto, agg, name)
+    return Kernel(fold, fold_onto, _numbers, name)
+
+
+def _skipping_kernel(fold: Fold, fold_onto: FoldOnto, agg: Aggregation, name: str) -> Kernel:
+    """The kernel of a skipping output (see the module docstring): the builtin fold, or the
+    fold by definition for a run holding ``None``."""
+    lift, combine = agg.lift_fn, agg.combine
+
+    def fold_skipping(xs: Iterable[Any], n: int) -> Any:
+        run = list(xs)
+        if run[0] is not None:  # a longer run with a None raises TypeError
+            try:
+                return fold(run, n)
+            except TypeError:
+                pass
+        return reduce(combine, map(lift, run))
+
+    def fold_onto_skipping(acc: Any, xs: Iterable[Any], n: int) -> Any:
+        run = list(xs)
+        try:
+            return fold_onto(acc, run, n)  # None in acc or run raises TypeError
+        except TypeError:
+            return reduce(combine, map(lift, run), acc)
+
+    return Kernel(fold_skipping, fold_onto_skipping, _numbers_or_missing, name)
 
 
 __all__ = ["Kernel", "kernel_for"]

@@ -9,13 +9,20 @@ slice's start, whose value holds the partials named by :func:`partial_field`:
 
 * ``partial_field("count", None)``: the slice's event count (``count(*)``);
 * ``partial_field("max" | "min" | "sum", field)``: the slice's max, min or sum of ``field``;
-* ``partial_field("mean", field)``: the pair ``(sum of field, event count)``.
+* ``partial_field("mean", field)``: the pair ``(sum of field, count of its values)``; the sum
+  must be exact (an ``int``, or a float the engine added exactly).
+
+With ``nulls="skip"`` (:attr:`adapters.Query.nulls`) the partials leave missing values out
+(a slice without a value of the field: ``None`` for max, min and sum, ``(0, 0)`` for mean),
+and the rewritten query skips ``None`` partials as the original skips missing values.
 
 The driver runs :func:`sliced_query` over those events (count -> sum of slice counts, max ->
-max of slice maxima, sum -> sum of slice sums, mean -> ``(sum, count)`` pairs lowered as
-``sum / count``). A window holds a slice's start iff it holds the slice's events, so in
-batch mode (every event, then ``END_OF_INPUT``) the same windows are emitted with the same
-bounds and, given exact partials, the same values as the query over the raw events.
+max of slice maxima, sum -> sum of slice sums, mean -> ``(sum, count)`` pairs lifted into
+:class:`~swag_core.aggregations.Mean`'s exact partial (:func:`swag_core.exact.from_sum`) and
+lowered as the exactly rounded ``sum / count``). A window holds a slice's start iff it holds
+the slice's events, so in batch mode (every event, then ``END_OF_INPUT``) the same windows are
+emitted with the same bounds and, given exact partials, the same values as the query over the
+raw events.
 
 Whether the engine's partials are exact for a column type (e.g. a floating sum is not) is
 the engine's check (``spark_adapter._presliced``); this module checks windows and
@@ -29,6 +36,8 @@ from typing import Any
 from adapters.kernels import kernel_for
 from adapters.slicing import slice_grid
 from adapters.specs import AggSpec, Query, SlidingWindow, lifted_aggregation
+from swag_core import Aggregation
+from swag_core.exact import from_sum
 
 #: the partial holding a slice's event count
 COUNT_FIELD = "#n"
@@ -48,15 +57,22 @@ def partial_field(fn: str, field: str | None) -> str:
     return f"{fn}:{field}"
 
 
+def _mean_partial(pair: tuple[Any, int]) -> int:
+    """Mean's partial of a slice's ``(exact sum, count)``."""
+    return from_sum(pair[0], pair[1])
+
+
 def _over_partials(spec: AggSpec) -> Any:
     """The aggregation spec combining the slice partials of one output (same output name)."""
     if spec.fn == "count":
         return {"fn": "sum", "field": partial_field("count", None)}
     field = partial_field(spec.fn or "", spec.field)
     if spec.fn == "mean":
-        # Mean's own combine and lower over the (sum, count) partials, without its lift
-        # (the partials are already lifted).
-        return (field, lifted_aggregation((spec,)))
+        # Mean's own combine and lower over its exact partials of the (sum, count) pairs
+        agg = lifted_aggregation((spec,))
+        return (field, Aggregation(combine=agg.combine, identity=agg.identity,
+                                   lift=_mean_partial, lower=agg.lower, subtract=agg.subtract,
+                                   commutative=agg.commutative, name=agg.name))
     return {"fn": spec.fn, "field": field}
 
 
@@ -75,7 +91,7 @@ def sliced_query(query: Query) -> Query | str:
             return f"aggregation {a.name!r} is not count, max, min, sum or mean of a field"
     return Query.build(list(query.windows),
                        {a.name: _over_partials(a) for a in query.aggregations},
-                       query.allowed_lateness, query.algorithm)
+                       query.allowed_lateness, query.algorithm, query.nulls)
 
 
 __all__ = ["COUNT_FIELD", "SLICEABLE_FNS", "partial_field", "sliced_query"]

@@ -8,9 +8,11 @@ conformance corpus (``docs/adapters.md``); :func:`parse_query` turns the dict fo
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import math
+import numbers
 import operator
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +41,7 @@ from swag_core.aggregations import (
     Variance,
 )
 from swag_core.errors import InvalidValueError
+from swag_core.exact import sum_value, value_count
 
 #: Output column names the driver itself writes; aggregations may not use them.
 RESERVED_COLUMNS = frozenset({"window", "key", "start", "end", "time", "event"})
@@ -270,6 +273,11 @@ class AggSpec:
     fn: str | None = None
     #: Extra fields read by the extractor (argmax ``result``), for error messages.
     other_fields: tuple[str, ...] = ()
+    #: A built-in that skips missing values (``nulls="skip"``): ``aggregation`` is
+    #: :func:`skipping_missing` of ``base``, the ``swag_core`` built-in itself.
+    skips_missing: bool = False
+    #: The ``swag_core`` built-in of a built-in fn (before null handling), else ``None``.
+    base: Aggregation | None = None
 
 
 def get_field(value: Any, name: str) -> Any:
@@ -321,9 +329,130 @@ def _optional_field_getter(name: str) -> Callable[[Any], Any]:
     return extract
 
 
-def _count_non_null() -> Aggregation:
+#: How built-in aggregations treat missing values (``None``, NaN): ``"skip"`` ignores them
+#: (SQL and pandas); ``"error"`` refuses them with :class:`~adapters.errors.BadEventError`.
+NULL_MODES = ("skip", "error")
+
+
+def check_nulls(value: Any, path: str = "nulls") -> str:
+    """``value`` if it is a null mode (:data:`NULL_MODES`), else :class:`QuerySpecError`."""
+    if value not in NULL_MODES:
+        raise QuerySpecError(path, f"must be one of {', '.join(map(repr, NULL_MODES))} "
+                                   f"(how built-in aggregations treat null and NaN values), "
+                                   f"got {value!r}")
+    return str(value)
+
+
+def is_missing(x: Any) -> bool:
+    """True for a missing value: ``None``, or a NaN number (``float``, NumPy or ``Decimal``
+    NaN). Any other value, containers included, is present."""
+    if x is None:
+        return True
+    if type(x) is float:
+        return x != x
+    if isinstance(x, (int, str)):
+        return False
+    if isinstance(x, numbers.Number):
+        try:
+            return bool(x != x)
+        except (TypeError, ValueError, ArithmeticError):  # Decimal('sNaN') != x signals
+            is_nan = getattr(x, "is_nan", None)
+            return bool(is_nan()) if callable(is_nan) else False
+    return False
+
+
+def skipping_missing(agg: Aggregation, key: Callable[[Any], Any] | None = None
+                     ) -> Aggregation:
+    """``agg`` that ignores missing values (:func:`is_missing` of the raw value, or of
+    ``key(raw value)``): SQL's rule for aggregate functions. A window whose values are all
+    missing gives ``None``.
+
+    A missing value lifts to a neutral element, so only the lift changes: when ``agg``
+    lowers its identity to ``None`` (max, mean, variance, first, ...: "nothing seen") the
+    neutral element is that identity, and ``combine``, ``subtract`` and ``lower`` are
+    ``agg``'s own; a sum's partial counts its values, so it lowers to ``None`` at a count of
+    0 and keeps the rest. Otherwise (collect, bloom) the lifted values gain ``None`` as a new
+    identity, "no value seen", which ``combine`` passes over and ``lower`` keeps; ``agg``'s
+    lifted values are never ``None`` there, so nothing is mistaken for it. That monoid has
+    no inverse (evicting the last present value cannot tell an empty collection from
+    "none"), so it drops ``subtract``."""
+    inner_lift = agg.lift_fn
+    empty_is_none = agg.lower_fn(agg.identity) is None
+    # Sum's exact partial counts its values (swag_core.exact): "no value" is a count of 0,
+    # so a missing value lifts to the identity and the sum keeps its combine and inverse.
+    counts_values = isinstance(agg, Sum)
+    neutral = agg.identity if empty_is_none or counts_values else None
+
+    lift: Callable[[Any], Any]
+    of = key if key is not None else (lambda x: x)
+    if _refuses_missing(inner_lift, key):
+        # The common case costs one call more: the built-in's own checks find the rare
+        # missing value, which this lift then takes back.
+        def lift(x: Any) -> Any:
+            try:
+                return inner_lift(x)
+            except InvalidValueError:
+                if is_missing(of(x)):
+                    return neutral
+                raise
+    elif key is not None:
+        def lift(x: Any) -> Any:
+            return neutral if is_missing(of(x)) else inner_lift(x)
+    else:  # first, last, collect, bloom: any value is one to them
+        def lift(x: Any) -> Any:
+            t = type(x)
+            if t is float:
+                if x != x:
+                    return neutral
+            elif x is None or (t is not int and t is not str and is_missing(x)):
+                return neutral
+            return inner_lift(x)
+    if empty_is_none:
+        return Aggregation(combine=agg.combine, identity=agg.identity, lift=lift,
+                           lower=agg.lower, subtract=agg.subtract,
+                           commutative=agg.commutative, selective=agg.selective,
+                           name=agg.name)
+    if counts_values:
+        return Aggregation(combine=agg.combine, identity=agg.identity, lift=lift,
+                           lower=_sum_of_values, subtract=agg.subtract,
+                           commutative=agg.commutative, name=agg.name)
+    combine, inner_lower = agg.combine, agg.lower_fn
+
+    def option_combine(a: Any, b: Any) -> Any:
+        if a is None:
+            return b
+        if b is None:
+            return a
+        return combine(a, b)
+
+    def option_lower(a: Any) -> Any:
+        return None if a is None else inner_lower(a)
+
+    return Aggregation(combine=option_combine, identity=None, lift=lift, lower=option_lower,
+                       commutative=agg.commutative, selective=agg.selective, name=agg.name)
+
+
+def _sum_of_values(partial: int) -> Any:
+    """A skipping sum's lower: ``None`` when the window holds no value."""
+    return sum_value(partial) if value_count(partial) else None
+
+
+def _refuses_missing(lift: Callable[[Any], Any], key: Callable[[Any], Any] | None) -> bool:
+    """Whether ``lift`` raises :class:`InvalidValueError` for ``None`` and NaN (as the value,
+    or, with ``key``, as the compared part of an argmin/argmax pair)."""
+    for x in (None, math.nan):
+        try:
+            lift(x if key is None else (x, x))
+        except InvalidValueError:
+            continue
+        return False
+    return True
+
+
+def _count_non_null(skip: bool = False) -> Aggregation:
+    missing: Callable[[Any], bool] = is_missing if skip else (lambda x: x is None)
     return Aggregation(combine=operator.add, identity=0,
-                       lift=lambda x: 0 if x is None else 1, subtract=operator.sub,
+                       lift=lambda x: 0 if missing(x) else 1, subtract=operator.sub,
                        commutative=True, name="count")
 
 
@@ -356,23 +485,31 @@ _FN_PARAMS.update({"argmin": {"result"}, "argmax": {"result"}, "variance": {"ddo
                    "stddev": {"ddof"}, "bloom": {"bits", "hashes"}})
 
 
-def parse_aggregation(name: str, spec: Any, path: str | None = None) -> AggSpec:
+def parse_aggregation(name: str, spec: Any, path: str | None = None,
+                      nulls: str = "skip") -> AggSpec:
     """One output column from its spec.
 
     ``spec`` is a dict ``{"fn": NAME, "field": FIELD, ...params}`` (see ``docs/adapters.md``),
     a :class:`~swag_core.Aggregation` (applied to the whole event value), a
     Beam-``CombineFn``-like or Flink-``AggregateFunction``-like object (wrapped by
     :func:`aggregation_from`), or a pair ``(field, aggregation-like)``.
+
+    ``nulls`` (:data:`NULL_MODES`): with ``"skip"`` a built-in fn of a field ignores missing
+    values (``None``, NaN; argmin/argmax: a missing compared field) and gives ``None`` when
+    a window has no other; ``count`` of a field counts the present values. With
+    ``"error"`` a missing value is bad input, as ``swag_core``'s built-ins refuse it
+    (``count`` of a field then counts values that are not ``None``). Custom aggregations
+    always receive the values as they are.
     """
     path = path if path is not None else f"aggregations.{name}"
+    check_nulls(nulls)
     if not isinstance(name, str) or not name:
         raise QuerySpecError(path, f"output names must be non-empty strings, got {name!r}")
     if name in RESERVED_COLUMNS:
         raise QuerySpecError(path, f"{name!r} is a reserved output column "
                                    f"({', '.join(sorted(RESERVED_COLUMNS))})")
     if isinstance(spec, AggSpec):
-        return AggSpec(name, spec.aggregation, spec.extract, spec.field, spec.fn,
-                       spec.other_fields)
+        return dataclasses.replace(spec, name=name)
     if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
         agg = _aggregation_like(spec[1], f"{path}[1]")
         return AggSpec(name, agg, _field_getter(spec[0]), spec[0])
@@ -391,44 +528,58 @@ def parse_aggregation(name: str, spec: Any, path: str | None = None) -> AggSpec:
     fld = spec.get("field", _MISSING)
     if fld is not _MISSING and not (isinstance(fld, str) and fld):
         raise QuerySpecError(f"{path}.field", f"must be a non-empty string, got {fld!r}")
+    skip = nulls == "skip"
     if fn == "count":
         if fld is _MISSING:
-            return AggSpec(name, Count(), None, None, fn)
+            return AggSpec(name, Count(), None, None, fn, base=Count())
         assert isinstance(fld, str)
-        return AggSpec(name, _count_non_null(), _optional_field_getter(fld), fld, fn)
+        return AggSpec(name, _count_non_null(skip), _optional_field_getter(fld), fld, fn,
+                       skips_missing=skip)
     if fld is _MISSING:
         raise QuerySpecError(f"{path}.field", f"required for {fn!r}")
     assert isinstance(fld, str)
+    built = _builtin(fn, fld, spec, path)
+    agg = built.aggregation
+    if skip:
+        key = operator.itemgetter(0) if fn in ("argmin", "argmax") else None
+        agg = skipping_missing(agg, key)
+    return dataclasses.replace(built, name=name, aggregation=agg, skips_missing=skip,
+                               base=built.aggregation)
+
+
+def _builtin(fn: str, fld: str, spec: Mapping[str, Any], path: str) -> AggSpec:
+    """The output of built-in ``fn`` (not ``count``) of field ``fld`` with ``swag_core``'s
+    strict aggregation (its name is set by the caller)."""
     if fn in _SIMPLE_FNS:
-        return AggSpec(name, _SIMPLE_FNS[fn](), _field_getter(fld), fld, fn)
+        return AggSpec("", _SIMPLE_FNS[fn](), _field_getter(fld), fld, fn)
     if fn in ("mincount", "maxcount"):
         base = MinCount() if fn == "mincount" else MaxCount()
-        return AggSpec(name, _listify(base, fn), _field_getter(fld), fld, fn)
+        return AggSpec("", _listify(base, fn), _field_getter(fld), fld, fn)
     if fn in ("variance", "stddev"):
         ddof = spec.get("ddof", 1)
         if ddof not in (0, 1) or type(ddof) is bool:
             raise QuerySpecError(f"{path}.ddof", f"must be 0 (population) or 1 (sample), "
                                                  f"got {ddof!r}")
-        return AggSpec(name, (Variance if fn == "variance" else StdDev)(ddof),
+        return AggSpec("", (Variance if fn == "variance" else StdDev)(ddof),
                        _field_getter(fld), fld, fn)
     if fn == "bloom":
         bits = _check_int(f"{path}.bits", spec.get("bits", 16384), 1)
         hashes = _check_int(f"{path}.hashes", spec.get("hashes", 4), 1)
-        return AggSpec(name, BloomFilter(bits, hashes), _field_getter(fld), fld, fn)
+        return AggSpec("", BloomFilter(bits, hashes), _field_getter(fld), fld, fn)
     # argmin / argmax
     result = spec.get("result", _MISSING)
     key_of = _field_getter(fld)
     if result is _MISSING:
         def extract_pair(value: Any) -> Any:
             return (key_of(value), value)
-        return AggSpec(name, _arg_aggregation(fn), extract_pair, fld, fn)
+        return AggSpec("", _arg_aggregation(fn), extract_pair, fld, fn)
     if not (isinstance(result, str) and result):
         raise QuerySpecError(f"{path}.result", f"must be a field name, got {result!r}")
     result_of = _field_getter(result)
 
     def extract_result(value: Any) -> Any:
         return (key_of(value), result_of(value))
-    return AggSpec(name, _arg_aggregation(fn), extract_result, fld, fn, (result,))
+    return AggSpec("", _arg_aggregation(fn), extract_result, fld, fn, (result,))
 
 
 def _aggregation_like(obj: Any, path: str) -> Aggregation:
@@ -544,12 +695,16 @@ class Query:
             are emitted once ``watermark - L`` passes them, so results stay final.
         algorithm: force a ``swag_core`` algorithm by name (default: automatic, see
             :func:`adapters.selection.choose_algorithm`).
+        nulls: how the built-in aggregations of :meth:`build` treat missing values
+            (``None``, NaN): ``"skip"`` (default, SQL and pandas) or ``"error"``
+            (:func:`parse_aggregation`). Recorded here; the outputs carry it.
     """
 
     windows: tuple[WindowSpec, ...]
     aggregations: tuple[AggSpec, ...]
     allowed_lateness: int = 0
     algorithm: str | None = None
+    nulls: str = "skip"
     _fingerprint: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -561,6 +716,7 @@ class Query:
         if len(set(names)) != len(names):
             raise QuerySpecError("aggregations", f"duplicate output names in {names}")
         _check_int("allowed_lateness", self.allowed_lateness, 0)
+        check_nulls(self.nulls)
         if self.algorithm is not None and not isinstance(self.algorithm, str):
             raise QuerySpecError("algorithm", f"must be an algorithm name, got "
                                               f"{self.algorithm!r}")
@@ -578,9 +734,12 @@ class Query:
 
     @classmethod
     def build(cls, windows: Sequence[Any] | Any, aggregations: Mapping[str, Any] | Any,
-              allowed_lateness: int = 0, algorithm: str | None = None) -> Query:
+              allowed_lateness: int = 0, algorithm: str | None = None,
+              nulls: str = "skip") -> Query:
         """A query from window specs (objects or dicts; one spec alone is fine) and a mapping
-        ``{output name: aggregation spec}`` (or a single Aggregation-like, named after it)."""
+        ``{output name: aggregation spec}`` (or a single Aggregation-like, named after it);
+        ``nulls`` applies to the built-in aggregations given as dicts."""
+        check_nulls(nulls)
         if isinstance(windows, (Mapping, SlidingWindow, OverWindow, CountWindow,
                                 PolicyWindow)):
             windows = [windows]
@@ -590,22 +749,26 @@ class Query:
         if not isinstance(aggregations, Mapping):
             agg = _aggregation_like(aggregations, "aggregations")
             aggregations = {agg.name: agg}
-        parsed_aggs = tuple(parse_aggregation(n, s) for n, s in aggregations.items())
+        parsed_aggs = tuple(parse_aggregation(n, s, nulls=nulls)
+                            for n, s in aggregations.items())
         lateness = _check_int("allowed_lateness", allowed_lateness, 0)
-        return cls(parsed_windows, parsed_aggs, lateness, algorithm)
+        return cls(parsed_windows, parsed_aggs, lateness, algorithm, nulls)
 
 
 def parse_query(spec: Any) -> Query:
     """A :class:`Query` from its dict form ``{"windows": [...], "aggregations": {...},
-    "allowed_lateness": 0, "algorithm": null}`` (a :class:`Query` is returned as is)."""
+    "allowed_lateness": 0, "algorithm": null, "nulls": "skip"}`` (a :class:`Query` is
+    returned as is)."""
     if isinstance(spec, Query):
         return spec
     if not isinstance(spec, Mapping):
         raise QuerySpecError("query", f"must be a dict or a Query, got {spec!r}")
-    unknown = set(spec) - {"windows", "aggregations", "allowed_lateness", "algorithm"}
+    unknown = set(spec) - {"windows", "aggregations", "allowed_lateness", "algorithm",
+                           "nulls"}
     if unknown:
         raise QuerySpecError(sorted(unknown)[0], "unknown query field (fields: windows, "
-                                                 "aggregations, allowed_lateness, algorithm)")
+                                                 "aggregations, allowed_lateness, algorithm, "
+                                                 "nulls)")
     if "windows" not in spec:
         raise QuerySpecError("windows", "required")
     if "aggregations" not in spec:
@@ -613,7 +776,8 @@ def parse_query(spec: Any) -> Query:
     if not isinstance(spec["aggregations"], Mapping):
         raise QuerySpecError("aggregations", "must be an object {output name: spec}")
     return Query.build(spec["windows"], spec["aggregations"],
-                       spec.get("allowed_lateness", 0), spec.get("algorithm"))
+                       spec.get("allowed_lateness", 0), spec.get("algorithm"),
+                       spec.get("nulls", "skip"))
 
 
 def lifted_aggregation(specs: tuple[AggSpec, ...]) -> Aggregation:

@@ -13,7 +13,7 @@ which does all the deciding; see ``docs/beam.md``.
 from adapters import BadEventError, QuerySpecError
 from adapters.windows import count_window, over, sliding, tumbling
 
-from .dofn import LATE_TAG, METRICS_NAMESPACE, BagLogDoFn, OrderedLogDoFn
+from .dofn import LATE_TAG, METRICS_NAMESPACE, SwagDoFn, dofn_class
 from .state import BagLogState, OrderedLogState
 from .transform import SlidingAggregate
 
@@ -21,13 +21,13 @@ __all__ = [
     "LATE_TAG",
     "METRICS_NAMESPACE",
     "BadEventError",
-    "BagLogDoFn",
     "BagLogState",
-    "OrderedLogDoFn",
     "OrderedLogState",
     "QuerySpecError",
     "SlidingAggregate",
+    "SwagDoFn",
     "count_window",
+    "dofn_class",
     "over",
     "sliding",
     "tumbling",

@@ -13,6 +13,10 @@ It only translates between Beam and :class:`adapters.WindowDriver`:
   of input and calls ``driver.advance_watermark(key, END_OF_INPUT)``: everything left is
   emitted in one release.
 * State: ``adapters.KeyState`` views over Beam state (:mod:`beam_adapter.state`).
+* Names: each ``SlidingAggregate`` gets its own ``DoFn`` class (:func:`dofn_class`) whose
+  timers are named after the transform's full label (:func:`timer_suffix`): the FnApiRunner
+  conflates equally named timers of different transforms (``docs/beam.md``, "Several
+  transforms in one pipeline"). State cells keep fixed names: Beam scopes state by transform.
 
 Rows leave with the window's timestamp (``end - 1 us``; OVER rows: the event's timestamp),
 or with ``timestamps="emission"`` never earlier than the firing timer (see ``docs/beam.md``).
@@ -20,6 +24,8 @@ or with ``timestamps="emission"`` never earlier than the firing timer (see ``doc
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -42,32 +48,40 @@ METRICS_NAMESPACE = "swag"
 #: Tag of the late-events output.
 LATE_TAG = "late"
 
-# A TimerSpec takes one callback, so each DoFn class has its own pair.
-_WAKE_ORDERED = TimerSpec("swag_wake", TimeDomain.WATERMARK)
-_END_ORDERED = TimerSpec("swag_end", TimeDomain.WATERMARK)
-_WAKE_BAG = TimerSpec("swag_wake", TimeDomain.WATERMARK)
-_END_BAG = TimerSpec("swag_end", TimeDomain.WATERMARK)
 _END_TS = Timestamp(micros=_time.GLOBAL_MAX_MICROS)
 # DoFn parameter defaults (Beam's idiom), as module-level singletons.
 _TS = beam.DoFn.TimestampParam
 _KEY = beam.DoFn.KeyParam
 _META = beam.DoFn.StateParam(META_SPEC)
-_ORDERED_LOG = beam.DoFn.StateParam(ORDERED_LOG_SPEC)
-_BAG_LOG = beam.DoFn.StateParam(BAG_LOG_SPEC)
-_WAKE_ORDERED_P = beam.DoFn.TimerParam(_WAKE_ORDERED)
-_END_ORDERED_P = beam.DoFn.TimerParam(_END_ORDERED)
-_WAKE_BAG_P = beam.DoFn.TimerParam(_WAKE_BAG)
-_END_BAG_P = beam.DoFn.TimerParam(_END_BAG)
+_LOGS = {"ordered_list": (OrderedLogState, beam.DoFn.StateParam(ORDERED_LOG_SPEC)),
+         "bag": (BagLogState, beam.DoFn.StateParam(BAG_LOG_SPEC))}
+#: The event-log kinds (``SlidingAggregate(state=...)``).
+STATE_KINDS = tuple(_LOGS)
 _UNKNOWN = object()
 #: Bound of the per-instance "which wake timer is set" memo (dropping it only costs a
 #: redundant timer write).
 _ARMED_LIMIT = 1 << 16
 
 
-class _SwagDoFnBase(beam.DoFn):
-    """Shared logic; the subclasses only declare which state cells the methods receive."""
+def timer_suffix(full_label: str) -> str:
+    """The suffix of one transform's timer names, from its full label (stable across
+    pipeline constructions, distinct for distinct labels).
+
+    The FnApiRunner buffers written timers per timer family *name* for the whole pipeline,
+    not per transform (apache/beam#21995, see ``docs/beam.md``): two stateful transforms
+    with the same timer names lose one transform's timers. Beam makes full labels unique in
+    a pipeline, so names derived from them are too.
+    """
+    return hashlib.blake2b(full_label.encode("utf-8"), digest_size=8).hexdigest()
+
+
+class SwagDoFn(beam.DoFn):
+    """The adapter's logic; :func:`dofn_class` makes the per-transform subclass that declares
+    the state cells and the timers (named by :func:`timer_suffix`) its methods receive."""
 
     _view_class: type[OrderedLogState] | type[BagLogState]
+    #: ``(state kind, timer suffix)``: what :func:`dofn_class` rebuilds the class from.
+    _class_key: tuple[str, str]
 
     def __init__(self, query: dict[str, Any], *, algorithm: str | None,
                  max_cached_keys: int | None, time: str | Callable[[Any], Any] | None,
@@ -79,6 +93,11 @@ class _SwagDoFnBase(beam.DoFn):
         self._time = time
         self._wake_timers = wake_timers
         self._emission_ts = timestamps == "emission"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The class is made at run time: pickle how to remake it (on the worker too), and
+        # the instance's attributes.
+        return _new_instance, self._class_key, self.__dict__
 
     # ------------------------------------------------------------------ lifecycle
     def setup(self) -> None:
@@ -199,58 +218,48 @@ class _SwagDoFnBase(beam.DoFn):
             yield TimestampedValue(row, Timestamp(micros=micros))
 
 
-class OrderedLogDoFn(_SwagDoFnBase):
-    """The adapter with its event log in ``OrderedListState``."""
+@functools.cache
+def dofn_class(state: str, suffix: str) -> type[SwagDoFn]:
+    """The :class:`SwagDoFn` subclass with its event log in ``state`` (``"ordered_list"``:
+    ``OrderedListState``; ``"bag"``: ``BagState``, for runners without ordered lists) and
+    the timers ``swag_wake_<suffix>`` and ``swag_end_<suffix>``.
 
-    _view_class = OrderedLogState
+    One class per (state, suffix), made once per process: Beam finds a timer's callback
+    through its ``TimerSpec`` (one callback each), so each pair of timers needs its own
+    methods.
+    """
+    if state not in _LOGS:
+        raise ValueError(f"state must be one of {STATE_KINDS}, got {state!r}")
+    view_class, log_param = _LOGS[state]
+    wake_spec = TimerSpec(f"swag_wake_{suffix}", TimeDomain.WATERMARK)
+    end_spec = TimerSpec(f"swag_end_{suffix}", TimeDomain.WATERMARK)
+    wake_param = beam.DoFn.TimerParam(wake_spec)
+    end_param = beam.DoFn.TimerParam(end_spec)
 
-    def process(self, element: Any, ts: Any = _TS,
-                meta: Any = _META,
-                log: Any = _ORDERED_LOG,
-                wake: Any = _WAKE_ORDERED_P,
-                end: Any = _END_ORDERED_P) -> Iterator[Any]:
+    def process(self: SwagDoFn, element: Any, ts: Any = _TS, meta: Any = _META,
+                log: Any = log_param, wake: Any = wake_param, end: Any = end_param
+                ) -> Iterator[Any]:
         return self._on_element(element, ts, meta, log, wake, end)
 
-    @on_timer(_WAKE_ORDERED)
-    def on_wake(self, key: Any = _KEY, ts: Any = _TS,
-                meta: Any = _META,
-                log: Any = _ORDERED_LOG,
-                wake: Any = _WAKE_ORDERED_P) -> Iterator[Any]:
+    def on_wake(self: SwagDoFn, key: Any = _KEY, ts: Any = _TS, meta: Any = _META,
+                log: Any = log_param, wake: Any = wake_param) -> Iterator[Any]:
         return self._on_wake(key, ts, meta, log, wake)
 
-    @on_timer(_END_ORDERED)
-    def on_end(self, key: Any = _KEY, ts: Any = _TS,
-               meta: Any = _META,
-               log: Any = _ORDERED_LOG,
-               wake: Any = _WAKE_ORDERED_P) -> Iterator[Any]:
+    def on_end(self: SwagDoFn, key: Any = _KEY, ts: Any = _TS, meta: Any = _META,
+               log: Any = log_param, wake: Any = wake_param) -> Iterator[Any]:
         return self._on_end(key, ts, meta, log, wake)
 
+    name = f"SwagDoFn_{state}_{suffix}"
+    return type(name, (SwagDoFn,), {
+        "__module__": __name__, "__qualname__": name, "_view_class": view_class,
+        "_class_key": (state, suffix), "process": process,
+        "on_wake": on_timer(wake_spec)(on_wake), "on_end": on_timer(end_spec)(on_end)})
 
-class BagLogDoFn(_SwagDoFnBase):
-    """The adapter with its event log in ``BagState`` (runners without ordered lists)."""
 
-    _view_class = BagLogState
-
-    def process(self, element: Any, ts: Any = _TS,
-                meta: Any = _META,
-                log: Any = _BAG_LOG,
-                wake: Any = _WAKE_BAG_P,
-                end: Any = _END_BAG_P) -> Iterator[Any]:
-        return self._on_element(element, ts, meta, log, wake, end)
-
-    @on_timer(_WAKE_BAG)
-    def on_wake(self, key: Any = _KEY, ts: Any = _TS,
-                meta: Any = _META,
-                log: Any = _BAG_LOG,
-                wake: Any = _WAKE_BAG_P) -> Iterator[Any]:
-        return self._on_wake(key, ts, meta, log, wake)
-
-    @on_timer(_END_BAG)
-    def on_end(self, key: Any = _KEY, ts: Any = _TS,
-               meta: Any = _META,
-               log: Any = _BAG_LOG,
-               wake: Any = _WAKE_BAG_P) -> Iterator[Any]:
-        return self._on_end(key, ts, meta, log, wake)
+def _new_instance(state: str, suffix: str) -> SwagDoFn:
+    """An uninitialised instance of :func:`dofn_class` (unpickling fills its attributes)."""
+    cls = dofn_class(state, suffix)
+    return cls.__new__(cls)
 
 
 def _combine_fns(query: dict[str, Any]) -> list[Any]:
@@ -263,4 +272,5 @@ def _combine_fns(query: dict[str, Any]) -> list[Any]:
     return out
 
 
-__all__ = ["LATE_TAG", "METRICS_NAMESPACE", "BagLogDoFn", "OrderedLogDoFn"]
+__all__ = ["LATE_TAG", "METRICS_NAMESPACE", "STATE_KINDS", "SwagDoFn", "dofn_class",
+           "timer_suffix"]

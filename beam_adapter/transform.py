@@ -17,9 +17,9 @@ from apache_beam.typehints.typehints import coerce_to_kv_type
 from adapters import WindowDriver, parse_query
 from adapters.windows import duration_ms, normalize_window
 
-from .dofn import LATE_TAG, BagLogDoFn, OrderedLogDoFn
+from .dofn import LATE_TAG, STATE_KINDS, dofn_class, timer_suffix
 
-STATE_CHOICES = ("auto", "ordered_list", "bag")
+STATE_CHOICES = ("auto", *STATE_KINDS)
 TIMESTAMP_CHOICES = ("window", "emission")
 
 
@@ -56,6 +56,11 @@ class SlidingAggregate(beam.PTransform):
             emitted the row, so rows are never behind the transform's output watermark
             (matters with ``allowed_lateness > 0`` and downstream event-time windowing).
         max_cached_keys: bound of the per-worker structure cache (``None``: unbounded).
+        nulls: ``"skip"`` (default, as SQL and pandas): the built-in aggregations leave out
+            ``None`` and NaN values of their field (``None`` for a window without any
+            other; ``count`` of a field counts the other values); ``"error"``: such a value
+            is bad input (``BadEventError`` naming key and field). Custom aggregations and
+            ``CombineFn``s get every value as it is.
         with_late_output: return ``result`` with ``result.rows`` and ``result.late``
             (``(key, value)`` elements with their original timestamps) instead of the rows
             alone.
@@ -70,7 +75,7 @@ class SlidingAggregate(beam.PTransform):
                  time: str | Callable[[Any], Any] | None = None, algorithm: str | None = None,
                  state: str = "auto", timestamps: str = "window",
                  max_cached_keys: int | None = None, with_late_output: bool = False,
-                 label: str | None = None) -> None:
+                 label: str | None = None, nulls: str = "skip") -> None:
         super().__init__(label)
         if (window is None) == (windows is None):
             raise ValueError("give exactly one of window=... or windows=[...]")
@@ -89,6 +94,7 @@ class SlidingAggregate(beam.PTransform):
             "aggregations": dict(aggregations) if isinstance(aggregations, Mapping)
             else aggregations,
             "allowed_lateness": duration_ms(allowed_lateness, "allowed_lateness"),
+            "nulls": nulls,
         }
         if not isinstance(self.query["aggregations"], Mapping):
             agg = self.query["aggregations"]
@@ -129,12 +135,24 @@ class SlidingAggregate(beam.PTransform):
             # (key, value) pairs the stateful DoFn needs (it checks each element anyway).
             pcoll = pcoll | "As (key, value)" >> beam.Map(_identity).with_output_types(
                 tuple[Any, Any])
-        cls = BagLogDoFn if self._state_kind(pcoll) == "bag" else OrderedLogDoFn
+        cls = dofn_class(self._state_kind(pcoll), timer_suffix(_full_label(pcoll, self.label)))
         dofn = cls(self.query, algorithm=self.algorithm, max_cached_keys=self.max_cached_keys,
                    time=self.time, wake_timers=not pcoll.is_bounded,
                    timestamps=self.timestamps)
         result = pcoll | "Windows" >> beam.ParDo(dofn).with_outputs(LATE_TAG, main="rows")
         return result if self.with_late_output else result.rows
+
+
+def _full_label(pcoll: beam.PCollection, label: str) -> str:
+    """The full label of the transform being expanded (``Outer/Inner/...``): unique in the
+    pipeline and the same each time the pipeline is built."""
+    # Beam has no public accessor: Pipeline.apply pushes the AppliedPTransform it expands.
+    current = pcoll.pipeline._current_transform()
+    full_label: str = current.full_label
+    if not full_label.endswith(label):
+        raise RuntimeError(f"SlidingAggregate {label!r}: expanded outside Pipeline.apply "
+                           f"(current transform {full_label!r})")
+    return full_label
 
 
 def _identity(x: Any) -> Any:

@@ -22,17 +22,25 @@ Why the values are identical to the event path (``swag_core``'s kernels over raw
 * integers: Spark's per-slice ``count``/``max``/``min`` are exact, and sums are exact because
   a ``long`` column is summed as two halves (``v >> 32`` and ``v & 0xFFFFFFFF``, each sum far
   from overflow) that Python joins into one unbounded ``int``; narrower integers are summed
-  as ``long``. The driver then adds Python ints, so a mean is the same ``int / int`` as
-  :class:`swag_core.aggregations.Mean` computes (a correctly rounded quotient).
-* floats: only ``max``/``min`` (a maximum does not depend on summation order; sums do, so
-  ``sum``/``mean`` of a floating column keep the event path). The one tie floats can tell
+  as ``long``. The driver lifts each ``(sum, count)`` into
+  :class:`swag_core.aggregations.Mean`'s exact partial, so a mean is the same correctly
+  rounded quotient as over the raw events.
+* floats: only ``max``/``min`` (a maximum does not depend on summation order; Spark's
+  floating sums do, so ``sum``/``mean`` of a floating column keep the event path, whose
+  sums are exact). The one tie floats can tell
   apart is ``-0.0 == 0.0``: the event path keeps the oldest (time, then ``order_by``), so a
   slice whose extreme is a zero takes the sign of its oldest zero (``min_by``).
 * bad input raises what the event path raises: a null time the same
-  :class:`adapters.BadEventError` (from :func:`adapters.times.parse_time`); a null value
-  (``count(v) < count(*)``) or a NaN (Spark's ``max`` is NaN iff the slice holds one) a
-  :class:`~adapters.BadEventError` naming the key, the field and the output, with the slice
-  ``[start, end)`` holding the bad event (its exact time is not computed).
+  :class:`adapters.BadEventError` (from :func:`adapters.times.parse_time`); with
+  ``nulls="error"``, a null value (``count(v) < count(*)``) or a NaN (Spark's ``max`` is NaN
+  iff the slice holds one) a :class:`~adapters.BadEventError` naming the key, the field and
+  the output, with the slice ``[start, end)`` holding the bad event (its exact time is not
+  computed).
+* missing values with ``nulls="skip"``: Spark's ``count(v)``, ``max``, ``min``, ``sum`` and
+  ``min_by`` leave nulls out already; a floating column's NaN is made null first
+  (``when(isnan(v), null)``), as the event path leaves NaN out. A mean's partial count is
+  ``count(v)``; a slice without values gives null partials, which the driver's skipping
+  query passes over, as the event path's all-null slice.
 """
 
 from __future__ import annotations
@@ -90,6 +98,8 @@ class SlicePlan:
     fields: tuple[SliceField, ...]
     #: the query the driver runs over slice rows (same windows, same output names)
     query: Query
+    #: missing values are left out (``nulls="skip"``), not bad input
+    skip: bool = False
 
     def frame(self, prepared: DataFrame, group_cols: Sequence[str], has_order: bool
               ) -> DataFrame:
@@ -106,6 +116,8 @@ class SlicePlan:
             order = t
         for i, f in enumerate(self.fields):
             c = F.col(f.column)
+            if self.skip and f.floating:  # NaN is missing, as null is
+                c = F.when(~F.isnan(c), c)
             aggs.append(F.count(c).alias(f"{NON_NULL}{i}"))
             if "max" in f.needs or f.floating:  # a float max is NaN iff the slice holds one
                 aggs.append(F.max(c).alias(f"{MAX}{i}"))
@@ -131,10 +143,11 @@ class SlicePlan:
             parse_time(None, key, time_field)  # raises the event path's error
         values: list[dict[str, Any]] = [{partial_field("count", None): n} for n in counts]
         for i, f in enumerate(self.fields):
-            for s, n, nn in zip(starts, counts, cols[f"{NON_NULL}{i}"]):
-                if nn < n:
+            present = cols[f"{NON_NULL}{i}"]
+            for s, n, nn in zip(starts, counts, present):
+                if nn < n and not self.skip:
                     self._bad(key, s, f, None)
-            if f.floating:
+            if f.floating and not self.skip:
                 for s, mx in zip(starts, cols[f"{MAX}{i}"]):
                     if mx != mx:
                         self._bad(key, s, f, mx)
@@ -154,9 +167,9 @@ class SlicePlan:
                 else:
                     sums = cols[f"{SUM}{i}"]
                 total, mean = partial_field("sum", f.name), partial_field("mean", f.name)
-                for value, s, n in zip(values, sums, counts):
+                for value, s, nn in zip(values, sums, present):
                     value[total] = s
-                    value[mean] = (s, n)
+                    value[mean] = (0, 0) if s is None else (s, nn)  # mean's identity
         return list(zip(starts, values))
 
     def _bad(self, key: Any, start: int, f: SliceField, x: Any) -> None:
@@ -206,7 +219,8 @@ def slice_plan(query: Query, value_types: Mapping[str, DataType],
                    wide=isinstance(value_types[n], LongType), output=first[n].name,
                    fn=first[n].fn or "")
         for n in sorted(needs))
-    return SlicePlan(width=width, base=base, fields=fields, query=rewritten)
+    return SlicePlan(width=width, base=base, fields=fields, query=rewritten,
+                     skip=query.nulls == "skip")
 
 
 __all__ = ["SlicePlan", "slice_plan"]

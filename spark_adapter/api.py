@@ -25,7 +25,7 @@ from pyspark.sql.types import (
 )
 
 from adapters import Query
-from adapters.specs import OverWindow, SlidingWindow
+from adapters.specs import AggSpec, OverWindow, SlidingWindow
 from adapters.windows import count_window, duration_ms, normalize_window, over, sliding, tumbling
 
 from . import _types as T
@@ -175,6 +175,45 @@ def _output_columns(wide: DataFrame, plan: Plan, columns: Mapping[str, DataType]
     return parsed, key_cols, value_cols, agg_cols
 
 
+def _value_columns(query: Query, columns: Mapping[str, DataType], key_names: Sequence[str],
+                   time: str, late_rows: str) -> tuple[list[str], list[str]]:
+    """``(event columns, value columns)``: the event columns are the input columns other
+    than the key and time that the call needs (every one when events are returned, or for
+    a whole-row argmin/argmax or a custom aggregation; else the aggregated ones); the value
+    columns, which travel to the driver in each event's value, are these plus the key and
+    time columns that an aggregation reads (the driver's events carry only the time and
+    the value)."""
+    read: set[str] = set()
+    for a in query.aggregations:
+        if a.field is not None:
+            read.add(a.field)
+        read.update(a.other_fields)
+    candidates = [c for c in columns if c not in key_names and c != time]
+    also = [c for c in columns if c in read and (c in key_names or c == time)]
+    need_all = late_rows != "drop" or any(
+        not isinstance(w, SlidingWindow) for w in query.windows) or any(
+        a.fn is None or (a.fn in ("argmin", "argmax") and not a.other_fields)
+        for a in query.aggregations)
+    if need_all:
+        return candidates, candidates + also
+    for name in sorted(read):
+        _need(columns, name, "aggregated")
+    events = [c for c in candidates if c in read]
+    return events, events + also
+
+
+def _aggregate_type(spec: AggSpec, raw: Any, value_types: Mapping[str, DataType],
+                    event_names: Sequence[str], output_types: Mapping[str, Any]) -> DataType:
+    """:func:`spark_adapter._types.aggregate_type`, except that a whole-row argmin/argmax
+    is a struct of the event columns only (the key and time columns are not part of the
+    row's value even when another aggregation reads them)."""
+    dt = T.aggregate_type(spec, raw, value_types, output_types)
+    if (spec.fn in ("argmin", "argmax") and not spec.other_fields
+            and spec.name not in output_types):
+        return StructType([StructField(c, value_types[c], True) for c in event_names])
+    return dt
+
+
 def _slices(presliced: bool | None, query: Query,
             value_types: Mapping[str, DataType], typed: Typed | None,
             time_is_string: bool) -> SlicePlan | None:
@@ -203,6 +242,10 @@ def _has_watermark(df: DataFrame) -> bool:
     return "EventTimeWatermark" in plan
 
 
+#: Spark's exchange reuse setting: streaming needs it off (see :func:`_check_streaming_conf`).
+EXCHANGE_REUSE = "spark.sql.exchange.reuse"
+
+
 def _check_streaming_conf(df: DataFrame) -> None:
     spark = df.sparkSession
     provider = spark.conf.get("spark.sql.streaming.stateStore.providerClass", None)
@@ -212,6 +255,14 @@ def _check_streaming_conf(df: DataFrame) -> None:
             f"RocksDB state store; set spark.sql.streaming.stateStore.providerClass={ROCKSDB} "
             f"(before starting the query; spark_adapter.local_session() does), got "
             f"{provider!r}")
+    reuse = spark.conf.get(EXCHANGE_REUSE, "true")
+    if str(reuse).lower() != "false":
+        raise SparkConfigError(
+            f"streaming sliding_aggregate needs {EXCHANGE_REUSE}=false (spark_adapter."
+            f"local_session() sets it): with exchange reuse on, Spark plans a second stateful "
+            f"operator over the same input (or one result used twice) on a reused exchange, "
+            f"which never gets a watermark, so that operator would emit nothing (docs/spark.md, "
+            f"pitfall 39); got {reuse!r}")
     try:
         import google.protobuf  # noqa: F401
     except ImportError:
@@ -236,6 +287,7 @@ def sliding_aggregate(
     metric: str | Observation | None = METRIC,
     max_cached_keys: int | None = 100_000,
     presliced: bool | None = None,
+    nulls: str = "skip",
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
     """Exact window aggregates per key, on a streaming or a batch DataFrame.
 
@@ -279,6 +331,11 @@ def sliding_aggregate(
             sum, mean, with sum/mean of integral columns only; epoch-ms or timestamp time; no
             float/double key column); ``True``: required (``ValueError`` saying why it
             cannot); ``False``: never (one row per event into Python).
+        nulls: ``"skip"`` (default, as Spark SQL): the built-in aggregations leave out null
+            and NaN values of their field, and give null for a window without any other;
+            ``count`` of a field counts the other values. ``"error"``: a null or NaN value
+            is bad input (``BadEventError`` naming the key and field). Custom aggregations
+            get every value as it is (``docs/adapters.md``, "Missing values").
 
     Returns:
         One window spec: for sliding, tumbling, count and policy windows the columns
@@ -293,6 +350,11 @@ def sliding_aggregate(
     """
     if late_rows not in LATE_ROWS:
         raise ValueError(f"late_rows must be one of {LATE_ROWS}, got {late_rows!r}")
+    if watermark is not None and not df.isStreaming:
+        raise ValueError(
+            f"watermark={watermark!r}: a batch DataFrame has no watermark (every window is "
+            f"released at the end of input and no event is late); drop the argument, or "
+            f"pass a streaming DataFrame")
     if not isinstance(aggregations, Mapping):
         raise TypeError(f"aggregations must be a mapping {{output column: spec}}, got "
                         f"{aggregations!r:.80}")
@@ -316,30 +378,14 @@ def sliding_aggregate(
     specs = [normalize_window(s, f"window[{i}]") for i, s in enumerate(specs)]
     lateness = duration_ms(allowed_lateness, "allowed_lateness")
     query = Query.build(specs, dict(aggregations), lateness,
-                        None if algorithm in (None, "auto") else algorithm)
+                        None if algorithm in (None, "auto") else algorithm, nulls)
 
-    value_candidates = [c for c in columns if c not in key_names and c != time]
-    need_all = late_rows != "drop" or any(
-        not isinstance(w, SlidingWindow) for w in query.windows) or any(
-        a.fn is None or (a.fn in ("argmin", "argmax") and not a.other_fields)
-        for a in query.aggregations)
-    if need_all:
-        value_names = value_candidates
-    else:
-        wanted = set()
-        for a in query.aggregations:
-            if a.field is not None:
-                wanted.add(a.field)
-            wanted.update(a.other_fields)
-        for name in sorted(wanted):
-            _need({c: columns[c] for c in value_candidates}, name, "aggregated")
-        value_names = [c for c in value_candidates if c in wanted]
-
+    event_names, value_names = _value_columns(query, columns, key_names, time, late_rows)
     value_types = {c: columns[c] for c in value_names}
     out_types = dict(output_types or {})
     raw_aggs = dict(aggregations)
-    agg_types = {a.name: T.aggregate_type(a, raw_aggs.get(a.name), value_types, out_types)
-                 for a in query.aggregations}
+    agg_types = {a.name: _aggregate_type(a, raw_aggs.get(a.name), value_types, event_names,
+                                         out_types) for a in query.aggregations}
     encoders = {}
     for a in query.aggregations:
         enc = T.aggregate_encoder(a, agg_types[a.name])
@@ -408,7 +454,7 @@ def sliding_aggregate(
         wide = wide.observe(metric, *metric_cols)
 
     parsed, key_cols, value_cols, agg_cols = _output_columns(
-        wide, plan, columns, value_names, agg_types, value_json, agg_json)
+        wide, plan, columns, event_names, agg_types, value_json, agg_json)
     time_out = _restore_time(F.col("_swag_time"), time_type).alias(time)
     start_col = _restore_time(F.col("_swag_start"), time_type).alias("window_start")
     end_col = _restore_time(F.col("_swag_end"), time_type).alias("window_end")

@@ -2,7 +2,8 @@
 
 Pitfalls handled here (``docs/spark.md``): Python workers must run the driver's own Python
 (``PYSPARK_PYTHON`` set before the session starts, else they may lack ``swag``); streaming
-needs the RocksDB state store; Spark's UI and console progress bars are noise for a local job.
+needs the RocksDB state store and no exchange reuse; Spark's UI and console progress bars
+are noise for a local job.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def local_session(app_name: str = "swag", *, cores: int = 2, shuffle_partitions:
     """An embedded ``local[cores]`` SparkSession ready for :func:`sliding_aggregate`.
 
     Checks Java first (clear error instead of a JVM stack trace), makes the Python workers use
-    this interpreter, sets the RocksDB state store, few shuffle partitions, no UI and no
+    this interpreter, sets the RocksDB state store, no exchange reuse (a stateful operator
+    over a reused exchange gets no watermark), few shuffle partitions, no UI and no
     console progress bars. ``conf`` adds or overrides settings. If a session is already
     active, Spark returns it (static settings such as the master cannot change then).
     """
@@ -80,6 +82,10 @@ def local_session(app_name: str = "swag", *, cores: int = 2, shuffle_partitions:
         # commit a changelog per micro-batch instead of uploading RocksDB snapshot files
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
+        # A stateful operator over a reused exchange never gets a watermark (Spark 4.3's
+        # watermark propagation does not look through ReusedExchangeExec): a second
+        # sliding_aggregate over the same input would emit nothing (docs/spark.md).
+        "spark.sql.exchange.reuse": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.python.worker.reuse": "true",
         "spark.log.level": log_level,

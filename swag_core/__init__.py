@@ -12,6 +12,7 @@
 from swag_core.aggregation import Aggregation, product
 from swag_core.errors import (
     AlgorithmMismatchError,
+    BrokenWindowError,
     EmptyWindowError,
     EntryNotFoundError,
     InvalidTimeError,
@@ -29,6 +30,7 @@ __all__ = [
     "ALGORITHMS",
     "Aggregation",
     "AlgorithmMismatchError",
+    "BrokenWindowError",
     "EmptyWindowError",
     "EntryNotFoundError",
     "InvalidTimeError",

@@ -10,13 +10,13 @@ from ``lift``, i.e. before a structure changes.
 aggregation        commutative invertible  selective  aggregate (lifted value)
 =================  ==========  ==========  =========  ======================================
 Count              yes         yes         no         int
-Sum                yes         yes         no         the number
-Mean               yes         yes         no         (sum, count)
+Sum                yes         yes         no         exact fixed-point int (swag_core.exact)
+Mean               yes         yes         no         the same int as Sum (it holds the count)
 Min, Max           yes         no          yes        the value (None = empty)
 ArgMin, ArgMax     no (ties)   no          yes        (key, value) (None = empty)
 MinCount/MaxCount  yes         no          no         (value, count) (None = empty)
-Variance, StdDev   yes         no          no         (count, mean, M2), Chan et al. merge
-GeometricMean      yes         yes         no         (sum of logs, count)
+Variance, StdDev   yes         yes         no         int: count, exact sum and sum of squares
+GeometricMean      yes         yes         no         Mean's int over the logs
 First, Last        no          no          yes        (value,) (None = empty)
 Collect            no          no          no         tuple of values
 BloomFilter        yes         no          no         int bit mask
@@ -33,6 +33,17 @@ from typing import Any
 
 from swag_core.aggregation import Aggregation
 from swag_core.errors import InvalidValueError
+from swag_core.exact import (
+    MOMENT_INT_LIMIT,
+    lift_float,
+    lift_int,
+    lift_moments,
+    mean_value,
+    ratio_to_float,
+    sqrt_ratio,
+    sum_value,
+    variance_ratio,
+)
 
 __all__ = [
     "ArgMax",
@@ -55,26 +66,45 @@ __all__ = [
 ]
 
 
-def _checked_number(name: str) -> Callable[[Any], Any]:
-    """A lift that refuses None, NaN and non-numbers with an error naming the aggregation."""
+def _number(name: str, x: Any) -> int | float:
+    """``x`` as an ``int`` or a ``float`` (not NaN), or an error naming the aggregation.
 
-    def lift(x: Any) -> Any:
-        if isinstance(x, float):
-            if x != x:
-                raise InvalidValueError(f"{name} cannot aggregate NaN")
-            return x
-        if isinstance(x, int):
-            return x
-        if x is None:
-            raise InvalidValueError(f"{name} cannot aggregate None (a null value)")
+    ``bool`` and integer types (``numpy.int64``: ``__index__``) become ``int``, float
+    subclasses and other numbers (``Decimal``, ``Fraction``, ...) the nearest ``float``."""
+    if isinstance(x, float):
+        x = float(x)
+    elif isinstance(x, int):
+        return int(x)
+    elif x is None:
+        raise InvalidValueError(f"{name} cannot aggregate None (a null value)")
+    else:
         try:
-            value = float(x)  # Decimal, numpy scalars, ...
+            return operator.index(x)
+        except TypeError:
+            pass
+        try:
+            x = float(x)
         except (TypeError, ValueError):
             raise InvalidValueError(
                 f"{name} needs numbers, got {x!r} ({type(x).__name__})") from None
-        if value != value:
-            raise InvalidValueError(f"{name} cannot aggregate NaN")
-        return x
+    if x != x:
+        raise InvalidValueError(f"{name} cannot aggregate NaN")
+    return x
+
+
+def _exact_lift(name: str) -> Callable[[Any], int]:
+    """A lift to the exact partial of :mod:`swag_core.exact` that refuses None, NaN and
+    non-numbers with an error naming the aggregation."""
+
+    def lift(x: Any) -> int:
+        if type(x) is float:
+            if x != x:
+                raise InvalidValueError(f"{name} cannot aggregate NaN")
+            return lift_float(x)
+        if type(x) is int:
+            return lift_int(x)
+        x = _number(name, x)
+        return lift_int(x) if type(x) is int else lift_float(x)
     return lift
 
 
@@ -90,14 +120,6 @@ def _checked_comparable(name: str) -> Callable[[Any], Any]:
     return lift
 
 
-def _pair_add(a: tuple[Any, Any], b: tuple[Any, Any]) -> tuple[Any, Any]:
-    return (a[0] + b[0], a[1] + b[1])
-
-
-def _pair_sub(a: tuple[Any, Any], b: tuple[Any, Any]) -> tuple[Any, Any]:
-    return (a[0] - b[0], a[1] - b[1])
-
-
 # --------------------------------------------------------------------------- counting, sums
 class Count(Aggregation):
     """Number of values (any value, ``None`` included)."""
@@ -108,24 +130,24 @@ class Count(Aggregation):
 
 
 class Sum(Aggregation):
-    """Sum of numbers; ``0`` for an empty window."""
+    """Sum of numbers: an ``int`` if every value is one (``0`` for an empty window), else
+    the exactly rounded sum as a ``float``, the same whatever the order, batching or slicing
+    (the partial is exact: :mod:`swag_core.exact`); ``+inf`` / ``-inf`` if such a value is
+    in the window (both: NaN); ``+-inf`` where the exact sum is beyond the double range."""
 
     def __init__(self) -> None:
-        super().__init__(combine=operator.add, identity=0, lift=_checked_number("sum"),
-                         subtract=operator.sub, commutative=True, name="sum")
-
-
-def _mean_lower(a: tuple[Any, int]) -> float | None:
-    return a[0] / a[1] if a[1] else None
+        super().__init__(combine=operator.add, identity=0, lift=_exact_lift("sum"),
+                         lower=sum_value, subtract=operator.sub, commutative=True, name="sum")
 
 
 class Mean(Aggregation):
-    """Arithmetic mean; ``None`` for an empty window."""
+    """Arithmetic mean, exactly rounded (one rounding of the exact sum divided by the
+    count); ``None`` for an empty window. Same partial as :class:`Sum`."""
 
     def __init__(self) -> None:
-        check = _checked_number("mean")
-        super().__init__(combine=_pair_add, identity=(0, 0), lift=lambda x: (check(x), 1),
-                         lower=_mean_lower, subtract=_pair_sub, commutative=True, name="mean")
+        super().__init__(combine=operator.add, identity=0, lift=_exact_lift("mean"),
+                         lower=mean_value, subtract=operator.sub, commutative=True,
+                         name="mean")
 
 
 # --------------------------------------------------------------------------- order-based
@@ -247,72 +269,82 @@ class MinCount(Aggregation):
 
 
 # --------------------------------------------------------------------------- moments
-def _moments_combine(a: tuple[int, float, float],
-                     b: tuple[int, float, float]) -> tuple[int, float, float]:
-    # Pairwise merge of (count, mean, M2): Chan, Golub & LeVeque (1979). Stable, unlike a
-    # running sum of squares, because it never subtracts two large nearly-equal numbers.
-    na = a[0]
-    if na == 0:
-        return b
-    nb = b[0]
-    if nb == 0:
-        return a
-    n = na + nb
-    delta = b[1] - a[1]
-    return (n, a[1] + delta * nb / n, a[2] + b[2] + delta * delta * na * nb / n)
+def _moments_lift(name: str) -> Callable[[Any], int]:
+    def lift(x: Any) -> int:
+        if type(x) is not float or x != x:
+            x = _number(name, x)
+            if type(x) is int and not -MOMENT_INT_LIMIT < x < MOMENT_INT_LIMIT:
+                raise InvalidValueError(f"{name} takes ints of magnitude below 2**1024 (the "
+                                        f"double range), got one of {x.bit_length()} bits")
+        return lift_moments(x)
+    return lift
 
 
 class Variance(Aggregation):
     """Variance with ``ddof`` (1: sample, default; 0: population); ``None`` if count <= ddof.
 
-    Not declared invertible: removing a part from (count, mean, M2) is exact in real
-    arithmetic but loses precision in floating point, so ``soe`` is not offered.
+    The partial holds the count, the exact sum and the exact sum of squares
+    (:func:`swag_core.exact.lift_moments`), so ``(n * sum(x*x) - sum(x)**2) / (n * (n -
+    ddof))`` is computed exactly and rounded once: the exactly rounded variance, the same
+    whatever the order, batching or slicing; NaN if an infinity is in the window. Exact
+    subtraction makes it invertible.
     """
 
     def __init__(self, ddof: int = 1) -> None:
-        if ddof not in (0, 1):
-            raise ValueError(f"Variance ddof must be 0 (population) or 1 (sample), got {ddof!r}")
-        check = _checked_number("variance")
         self.ddof = ddof
-
-        def lower(a: tuple[int, float, float]) -> float | None:
-            return a[2] / (a[0] - ddof) if a[0] > ddof else None
-
-        super().__init__(combine=_moments_combine, identity=(0, 0.0, 0.0),
-                         lift=lambda x: (1, float(check(x)), 0.0), lower=lower,
-                         commutative=True, name="variance")
+        _init_moments(self, "variance", ddof, ratio_to_float)
 
 
 class StdDev(Aggregation):
-    """Standard deviation with ``ddof`` (1: sample, default; 0: population)."""
+    """Standard deviation with ``ddof`` (1: sample, default; 0: population): the correctly
+    rounded square root of the exact variance (one rounding, no rounded variance in
+    between)."""
 
     def __init__(self, ddof: int = 1) -> None:
-        variance = Variance(ddof)
-        lower_variance = variance.lower_fn
+        self.ddof = ddof
+        _init_moments(self, "stddev", ddof, sqrt_ratio)
 
-        def lower(a: tuple[int, float, float]) -> float | None:
-            v = lower_variance(a)
-            return None if v is None else math.sqrt(v)
 
-        super().__init__(combine=_moments_combine, identity=variance.identity,
-                         lift=variance.lift, lower=lower, commutative=True, name="stddev")
+def _init_moments(agg: Aggregation, name: str, ddof: int,
+                  finish: Callable[[int, int], float]) -> None:
+    """Set up ``Variance`` / ``StdDev`` (``finish`` turns the exact variance ``num / den``
+    into the result: rounding it, or its correctly rounded square root)."""
+    if ddof not in (0, 1):
+        raise ValueError(f"{type(agg).__name__} ddof must be 0 (population) or 1 (sample), "
+                         f"got {ddof!r}")
+
+    def lower(a: int) -> float | None:
+        ratio = variance_ratio(a, ddof)
+        return finish(*ratio) if isinstance(ratio, tuple) else ratio
+
+    Aggregation.__init__(agg, combine=operator.add, identity=0, lift=_moments_lift(name),
+                         lower=lower, subtract=operator.sub, commutative=True, name=name)
+
+
+def _geomean_lower(a: int) -> float | None:
+    mean_log = mean_value(a)
+    if mean_log is None:
+        return None
+    try:
+        return math.exp(mean_log)
+    except OverflowError:  # the mean of logs rounded up past log(max float)
+        return math.inf
 
 
 class GeometricMean(Aggregation):
-    """Geometric mean of positive numbers (via the mean of logs); ``None`` when empty."""
+    """Geometric mean of positive numbers: ``exp`` of the exactly rounded mean of the logs
+    (the logs' sum is exact, so order and batching do not change it); ``None`` when
+    empty."""
 
     def __init__(self) -> None:
-        check = _checked_number("geomean")
-
-        def lift(x: Any) -> tuple[float, int]:
-            x = check(x)
+        def lift(x: Any) -> int:
+            x = _number("geomean", x)
             if x <= 0:
                 raise InvalidValueError(f"geomean needs positive numbers, got {x!r}")
-            return (math.log(x), 1)
+            return lift_float(math.log(x))
 
-        super().__init__(combine=_pair_add, identity=(0.0, 0), lift=lift,
-                         lower=lambda a: math.exp(a[0] / a[1]) if a[1] else None,
-                         subtract=_pair_sub, commutative=True, name="geomean")
+        super().__init__(combine=operator.add, identity=0, lift=lift, lower=_geomean_lower,
+                         subtract=operator.sub, commutative=True, name="geomean")
 
 
 # --------------------------------------------------------------------------- positional

@@ -52,3 +52,14 @@ class UnsupportedQueryError(SwagError, NotImplementedError):
 
 class PolicyError(SwagError, ValueError):
     """A slide policy given to ``enforce`` is not prefix-monotone (detected; nothing evicted)."""
+
+
+class BrokenWindowError(SwagError, RuntimeError):
+    """The window is unusable: an earlier call was interrupted by an exception (from the
+    user's ``lift``/``combine``/``lower``/``subtract``/policy, or a ``BaseException`` such as
+    ``KeyboardInterrupt``) after it had started changing the structure.
+
+    The interrupted call re-raised the original exception; every later call on the window
+    raises this error, whose message names that call and the original exception, also
+    available as ``__cause__``. Build a new window (for example from the source events).
+    """

@@ -2,8 +2,9 @@
 
 A window holds entries ``(time, lifted value)`` ordered by time (ties in insertion order) and
 answers ``query() = lower(v_oldest (+) ... (+) v_youngest)``. Subclasses implement the
-structure; this base class owns argument checking and the generic bulk operations, so that a
-failed call never leaves a structure half-changed.
+structure; this base class owns argument checking, the generic bulk operations and the
+broken state of a window whose update was interrupted half-way (:meth:`Window._fail`), so
+that a failed call never leaves a half-changed structure that still answers.
 
 Subclass checklist (see ``docs/algorithms.md``):
 
@@ -11,11 +12,19 @@ Subclass checklist (see ``docs/algorithms.md``):
   ``range_queries``, ``coalesces_equal_times`` and ``complexity``;
 * implement ``_insert_lifted``, ``evict``, ``query``, ``__len__``, ``oldest``, ``youngest`` and
   ``items``; override ``_bulk_insert_lifted`` / ``bulk_evict`` / ``query_since`` where the
-  algorithm does better than the generic loop.
+  algorithm does better than the generic loop;
+* exception safety (``docs/algorithms.md``, "Errors and exception safety"): when a user
+  function (or any ``BaseException``) interrupts an operation, either nothing has changed yet
+  (strong guarantee: call user functions before the first write where the algorithm allows
+  it) or the handler calls :meth:`Window._fail` and re-raises, which makes every later call
+  raise :class:`~swag_core.errors.BrokenWindowError`. ``_insert_lifted`` and ``evict`` must
+  give one of the two themselves (the generic bulk loops rely on it). Queries must never
+  leave a wrong answer behind (caches are written only after the value is computed).
 """
 
 from __future__ import annotations
 
+import inspect
 import operator
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
@@ -23,6 +32,7 @@ from typing import Any, ClassVar
 
 from swag_core.aggregation import Aggregation
 from swag_core.errors import (
+    BrokenWindowError,
     EmptyWindowError,
     InvalidTimeError,
     OutOfOrderError,
@@ -128,7 +138,10 @@ class Window(ABC):
         """Insert raw ``value`` at ``time``; ``lift`` is applied here.
 
         Raises :class:`OutOfOrderError` (a ``ValueError``) for an in-order algorithm given a
-        time older than ``youngest()``; the window is unchanged after any error.
+        time older than ``youngest()``. After any error the window is unchanged, or, when a
+        ``combine`` interrupted the insert half-way (see ``docs/algorithms.md``, "Errors and
+        exception safety"), it refuses every later call with
+        :class:`~swag_core.errors.BrokenWindowError`; it never gives a wrong answer.
         """
         if type(time) is not int:
             time = as_time(time)
@@ -172,22 +185,40 @@ class Window(ABC):
                 previous = time
         else:
             batch.sort(key=_time_of)
-        self._bulk_insert_lifted(batch)
+        try:
+            self._bulk_insert_lifted(batch)
+        except BaseException as error:
+            self._name_failure("bulk_insert", error)
+            raise
 
     def _bulk_insert_lifted(self, batch: list[tuple[int, Any]]) -> None:
-        """Insert a checked, time-sorted batch of lifted values (override to do better)."""
+        """Insert a checked, time-sorted batch of lifted values (override to do better).
+
+        An interruption after the first entry went in leaves the batch half inserted: the
+        window is then broken (:meth:`_fail`)."""
         insert = self._insert_lifted
-        for time, value in batch:
-            insert(time, value)
+        done = 0
+        try:
+            for done, (time, value) in enumerate(batch):  # noqa: B007 (read by the handler)
+                insert(time, value)
+        except BaseException as error:
+            if done:
+                self._fail("bulk_insert", error)
+            raise
 
     def bulk_evict(self, time: int) -> int:
         """Remove every entry with ``entry.time <= time``; returns how many were removed."""
         if type(time) is not int:
             time = as_time(time)
         removed = 0
-        while len(self) and self.oldest() <= time:
-            self.evict()
-            removed += 1
+        try:
+            while len(self) and self.oldest() <= time:
+                self.evict()
+                removed += 1
+        except BaseException as error:
+            if removed:
+                self._fail("bulk_evict", error)
+            raise
         return removed
 
     def query_since(self, time: int) -> Any:
@@ -202,6 +233,96 @@ class Window(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.aggregation.name}, {len(self)} entries)"
+
+    # ------------------------------------------------------------------ exception safety
+    #: True on the broken variant of a class (see :meth:`_fail`).
+    _broken: ClassVar[bool] = False
+    #: On a broken window only: the interrupted operation and its exception.
+    _broken_by: tuple[str, BaseException]
+
+    def _name_failure(self, operation: str, error: BaseException) -> None:
+        """If ``error`` broke the window inside ``operation`` (an inner insert or evict),
+        make the broken window's message name ``operation``, the call the user made."""
+        if self._broken:
+            self._fail(operation, error)
+
+    def _fail(self, operation: str, error: BaseException) -> None:
+        """Mark the window broken because ``error`` interrupted ``operation`` after it had
+        started changing the structure; the caller re-raises ``error``.
+
+        The instance's class becomes a broken variant whose every public method raises
+        :class:`BrokenWindowError` naming ``operation`` and ``error`` (nothing to check on the
+        hot path), and its state is dropped, so that even a bound method taken before the
+        failure cannot read it (the broken class's ``__getattr__`` raises the same error).
+        Called again by an enclosing operation for the same error, it renames the operation
+        to the outer one: the message names the call the user made.
+        """
+        cls = type(self)
+        if cls._broken:
+            previous = self.__dict__.get("_broken_by")
+            if previous is not None and previous[1] is error:
+                self._broken_by = (operation, error)
+            return
+        self.__dict__.clear()
+        self._broken_by = (operation, error)
+        self.__class__ = _broken_class(cls)
+
+
+def _refusal(self: Any) -> BrokenWindowError:
+    """The error every call on a broken window raises (``self._broken_by`` names the call
+    that broke it and its exception, which becomes the ``__cause__``)."""
+    operation, error = self._broken_by
+    refusal = BrokenWindowError(
+        f"this {self.name!r} window is broken: {operation}() was interrupted by {error!r} "
+        f"after it had started changing the structure, so its state is lost; build a new "
+        f"window (e.g. from the source events)")
+    refusal.__cause__ = error
+    return refusal
+
+
+def _refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """Every public method and property of a broken window, ``len()`` and pickling."""
+    raise self._refusal()
+
+
+def _refuse_attribute(self: Any, attribute: str) -> Any:
+    """``__getattr__`` of a broken window: only reached for the attributes its dropped state
+    held, e.g. from a bound method taken before the failure."""
+    if attribute.startswith("__"):
+        raise AttributeError(attribute)    # protocol probes (copy, numpy, ...) stay normal
+    raise self._refusal()
+
+
+def _broken_repr(self: Any) -> str:
+    operation, error = self._broken_by
+    return f"<broken {self.name!r} window: {operation}() interrupted by {error!r}>"
+
+
+_BROKEN_CLASSES: dict[type, type] = {}
+
+
+def _broken_class(cls: type) -> type:
+    """The broken variant of window class ``cls`` (made once per class): a subclass adding
+    no slots (so ``__class__`` can be swapped), so ``isinstance`` and ``name`` still hold,
+    whose public methods and properties, ``len()`` and pickling all raise
+    :class:`BrokenWindowError`."""
+    broken = _BROKEN_CLASSES.get(cls)
+    if broken is None:
+        namespace: dict[str, Any] = {
+            "__doc__": f"A broken {cls.__name__}: every call raises BrokenWindowError.",
+            "_broken": True, "_refusal": _refusal, "__getattr__": _refuse_attribute,
+            "__len__": _refuse, "__reduce_ex__": _refuse, "__repr__": _broken_repr}
+        for attribute in dir(cls):
+            if attribute.startswith("_"):
+                continue
+            member = inspect.getattr_static(cls, attribute)
+            if isinstance(member, property):
+                namespace[attribute] = property(_refuse)
+            elif inspect.isfunction(member):
+                namespace[attribute] = _refuse
+        broken = type(cls)(f"Broken{cls.__name__}", (cls,), namespace)
+        _BROKEN_CLASSES[cls] = broken
+    return broken
 
 
 def _time_of(pair: tuple[int, Any]) -> int:

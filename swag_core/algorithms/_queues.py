@@ -153,7 +153,11 @@ class FifoWindow(Window):
         head = self._head
         count = bisect_right(self._times, time, head) - head
         if count:
-            self._evict_prefix(count)
+            try:
+                self._evict_prefix(count)
+            except BaseException as error:
+                self._name_failure("bulk_evict", error)
+                raise
         return count
 
     @abstractmethod
@@ -229,9 +233,16 @@ class DabaWindow(FifoWindow):
         start = self._head + count
         if count < end - start:
             evict = self.evict
-            for _ in range(count):
-                evict()
+            done = 0
+            try:
+                for done in range(count):  # noqa: B007 (read by the handler)
+                    evict()
+            except BaseException as error:
+                if done:    # evicted part of the prefix: neither before nor after
+                    self._fail("bulk_evict", error)
+                raise
             return
+        # The sums are computed before anything changes: a failing combine changes nothing.
         sums = suffix_sums(self._combine, vals, start, end)
         sums.reverse()
         self._rebuilt(start, end, sums)

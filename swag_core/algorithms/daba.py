@@ -48,12 +48,16 @@ class Daba(DabaWindow):
         vals = self._vals
         aggs = self._aggs
         # aggs.pushBack(Sigma_B (+) v), Sigma_B read at the OLD end (note, section 5 item 3);
-        # no combine when l_B is empty.
+        # no combine when l_B is empty. Computed before any write: a failure changes nothing.
         aggs.append(value if self._b == len(vals) else self._combine(aggs[-1], value))
         vals.append(value)
         self._times.append(time)
         self._cache = NO_CACHE
-        self._fixup()
+        try:
+            self._fixup()
+        except BaseException as error:
+            self._fail("insert", error)    # the fixup step was cut half-way
+            raise
 
     def evict(self) -> None:
         """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
@@ -61,7 +65,11 @@ class Daba(DabaWindow):
             raise self._empty_evict()
         self._cache = NO_CACHE
         self._advance(1)
-        self._fixup()
+        try:
+            self._fixup()
+        except BaseException as error:
+            self._fail("evict", error)
+            raise
 
     def _fixup(self) -> None:
         """One step of incremental reversal (Fig. 17 lines 15-27): at most 2 combines."""

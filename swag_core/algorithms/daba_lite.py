@@ -58,7 +58,11 @@ class DabaLite(DabaWindow):
         self._q.append(value)
         self._times.append(time)
         self._cache = NO_CACHE
-        self._step()
+        try:
+            self._step()
+        except BaseException as error:
+            self._fail("insert", error)    # the step was cut half-way
+            raise
 
     def evict(self) -> None:
         """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
@@ -66,7 +70,11 @@ class DabaLite(DabaWindow):
             raise self._empty_evict()
         self._cache = NO_CACHE
         self._advance(1)
-        self._step()
+        try:
+            self._step()
+        except BaseException as error:
+            self._fail("evict", error)
+            raise
 
     def _step(self) -> None:
         """One constant-time step (``DABALite.hpp`` ``_step``): at most 2 combines."""

@@ -372,32 +372,49 @@ class Fiba(Window):
             self._reclaim(2)
         rf = self._rf
         rt = rf.times
+        # The two finger fast paths combine before any write (a failure changes nothing);
+        # the other paths write as they go and break the window if interrupted.
         if not rt or time > rt[-1]:
             if len(rt) < self._max - 1:
                 # in-order append without overflow: right(_rf) is a prefix-type aggregate
+                agg = self._combine(rf.agg, value) if rf.cnt else value
                 if rf is self._lf:
                     self._suf = None
                 rt.append(time)
                 rf.values.append(value)
-                rf.agg = self._combine(rf.agg, value) if rf.cnt else value
+                rf.agg = agg
                 rf.cnt += 1
                 return
             p = rf.parent
             if p is not None and len(p.times) < self._max - 1:
-                self._append_split(rf, p, time, value)  # leaves the left finger alone
+                try:
+                    self._append_split(rf, p, time, value)  # leaves the left finger alone
+                except BaseException as error:
+                    self._fail("insert", error)
+                    raise
                 return
         if rt and time <= rt[-1]:
             lf = self._lf
             lt = lf.times
             if time < lt[0] and len(lt) < self._max - 1:
                 # prepend at the oldest end: left(_lf) is a suffix-type aggregate
+                agg = self._combine(value, lf.agg)
                 lt.insert(0, time)
                 lf.values.insert(0, value)
-                lf.agg = agg = self._combine(value, lf.agg)
+                lf.agg = agg
                 lf.cnt += 1
                 if self._suf is not None:
                     self._suf.append(agg)
                 return
+        try:
+            self._insert_inside(time, value)
+        except BaseException as error:
+            self._fail("insert", error)
+            raise
+
+    def _insert_inside(self, time: int, value: Any) -> None:
+        """Insert away from the fingers' fast paths: coalesce with an equal time, or add
+        the entry to its leaf and split overflowing nodes up the tree (note 3.4)."""
         n = self._finger_start(time)
         while True:
             times = n.times
@@ -521,20 +538,24 @@ class Fiba(Window):
             raise EmptyWindowError("evict() from an empty window")
         if self._trash:
             self._reclaim(2)
-        del lf.times[0]
-        del lf.values[0]
-        if lf.parent is None or len(lf.times) >= self._mu - 1:
-            # no underflow: left(_lf) = v_1 (+) ... (+) left(parent) is the next suffix
-            suf = self._suf
-            if suf is None:
-                self._recalc_left_finger(lf)
+        try:
+            del lf.times[0]
+            del lf.values[0]
+            if lf.parent is None or len(lf.times) >= self._mu - 1:
+                # no underflow: left(_lf) = v_1 (+) ... (+) left(parent) is the next suffix
+                suf = self._suf
+                if suf is None:
+                    self._recalc_left_finger(lf)
+                    return
+                suf.pop()
+                lf.agg = suf[-1] if suf else self._identity
+                lf.cnt -= 1
                 return
-            suf.pop()
-            lf.agg = suf[-1] if suf else self._identity
-            lf.cnt -= 1
-            return
-        top, hl, hr = self._rebalance_after_evict(lf, eager=True)
-        self._repair_aggs(top, hl, hr)
+            top, hl, hr = self._rebalance_after_evict(lf, eager=True)
+            self._repair_aggs(top, hl, hr)
+        except BaseException as error:
+            self._fail("evict", error)
+            raise
 
     def _rebalance_after_evict(self, n: _Node, eager: bool = False
                                ) -> tuple[_Node, bool, bool]:
@@ -635,7 +656,11 @@ class Fiba(Window):
             self._root = self._lf = self._rf = self._new_root_leaf()
             self._reclaim(4)
             return before
-        levels = self._bulk_evict(time)
+        try:
+            levels = self._bulk_evict(time)
+        except BaseException as error:
+            self._fail("bulk_evict", error)
+            raise
         self._reclaim(2 * levels + 2)
         return before - len(self)
 
@@ -835,11 +860,15 @@ class Fiba(Window):
         if self._trash:
             self._reclaim(m)
         rf = self._rf
-        if not rf.times or keys[0] > rf.times[-1]:
-            # all younger than the window: one treelet group at the right finger
-            self._grow([[rf, 0, keys, vals, []]])
-        else:
-            self._grow(self._multi_search(keys, vals))
+        try:
+            if not rf.times or keys[0] > rf.times[-1]:
+                # all younger than the window: one treelet group at the right finger
+                self._grow([[rf, 0, keys, vals, []]])
+            else:
+                self._grow(self._multi_search(keys, vals))
+        except BaseException as error:
+            self._fail("bulk_insert", error)
+            raise
 
     def _multi_search(self, keys: list[int], vals: list[Any]) -> list[list[Any]]:
         """Step 1 (note 3.9 ``multi_search``): the insertion site of every key, found by a

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterator
-from contextlib import suppress
 from typing import Any, ClassVar
 
 from swag_core.aggregation import Aggregation
@@ -138,14 +137,12 @@ class FlatFat(RingWindow):
         if not self._size:
             raise self._empty_evict()
         fat = self._fat
+        cap = fat.capacity
+        if (4 * (self._size - 1) < cap and cap > self._min_capacity    # strict < cap/4
+                and self._rebuild_evicting(1, cap >> 1)):                 # (pitfall 8)
+            return
         fat.set(self._front, EMPTY)
         self._pop_front(1)
-        cap = fat.capacity
-        if 4 * self._size < cap and cap > self._min_capacity:   # strict < cap/4 (pitfall 8)
-            # If combine fails on a live value, the eviction is done anyway: the shrink only
-            # saves memory, and the error resurfaces at the next query.
-            with suppress(Exception):
-                self._resize(cap >> 1, [])
 
     def bulk_evict(self, time: int) -> int:
         """Remove every entry with ``entry.time <= time``; returns how many were removed.
@@ -163,16 +160,25 @@ class FlatFat(RingWindow):
         size = self._size - count
         cap = fat.capacity
         new_cap = shrunk_capacity(cap, size, self._min_capacity)
-        if new_cap != cap or not size:
-            times, values = self._live()
-            try:
-                self._rebuild(new_cap, times[count:], values[count:])
-                return count
-            except Exception:
-                pass    # as in evict: evict without shrinking; the query will raise
+        if (new_cap != cap or not size) and self._rebuild_evicting(count, new_cap):
+            return count
         fat.clear(self._front, count)
         self._pop_front(count)
         return count
+
+    def _rebuild_evicting(self, count: int, capacity: int) -> bool:
+        """Evict the ``count`` oldest entries by rebuilding the survivors in ``capacity``
+        leaves (a shrink); False, with nothing changed, if ``combine`` raised an
+        ``Exception``: the caller then evicts without shrinking (the shrink only saves memory,
+        the eviction must not fail on a value that cannot be combined, and the error
+        resurfaces at the next query). An interrupt (``BaseException``) propagates, nothing
+        changed."""
+        times, values = self._live()
+        try:
+            self._rebuild(capacity, times[count:], values[count:])
+        except Exception:
+            return False
+        return True
 
     # ------------------------------------------------------------------ resize
     def _resize(self, capacity: int, extra: list[tuple[int, Any]]) -> None:

@@ -136,15 +136,17 @@ class _MtaBase(Window):
         """Append the batch to the leaves, then rebuild only the changed part of each level
         above (see the class docstrings for the costs)."""
         if len(batch) < self._bulk_min:
-            insert = self._insert_lifted
-            for time, value in batch:
-                insert(time, value)
+            super()._bulk_insert_lifted(batch)
             return
         leaves = self._v[0]
         changed = self._base[0] + len(leaves)
         self._t.extend([time for time, _ in batch])
         leaves.extend([value for _, value in batch])
-        self._build_above(changed)
+        try:
+            self._build_above(changed)
+        except BaseException as error:
+            self._fail("bulk_insert", error)
+            raise
 
     def bulk_evict(self, time: int) -> int:
         """Remove every entry with ``entry.time <= time``; returns how many were removed.
@@ -157,14 +159,20 @@ class _MtaBase(Window):
         i = self._lo0 - self._base[0]
         k = bisect_right(self._t, time, i) - i
         if k:
-            self._evict_count(k)
+            self._evict_count(k, "bulk_evict")
         return k
 
-    def _evict_count(self, k: int) -> None:
+    def _evict_count(self, k: int, operation: str) -> None:
+        """Evict the ``k`` oldest entries for ``operation`` (an interruption breaks the
+        window: the removal writes as it goes)."""
         if k >= len(self):
             self._clear()
-        else:
+            return
+        try:
             self._drop(k)
+        except BaseException as error:
+            self._fail(operation, error)
+            raise
 
     def query_since(self, time: int) -> Any:
         """Lowered aggregate of the entries with ``entry.time >= time``, in O(log n) combines.
@@ -283,55 +291,59 @@ class LogMta(_MtaBase):
 
     # ------------------------------------------------------------------ updates
     def _insert_lifted(self, time: int, value: Any) -> None:
-        self._t.append(time)
-        v = self._v
-        below = v[0]
-        below.append(value)
-        total = self._total
-        if total is EMPTY:
-            self._total = value
-            return
-        combine = self._combine
-        base = self._base
-        lo = self._lo
-        sh = self._sh
-        bb = base[0]
-        low = self._lo0
-        x = bb + len(below) - 1
-        new = True
-        # Corrected Algorithm 1: write the new leaf's ancestors bottom-up. While the element
-        # written last is new and even (a pair <x, ∅>), its parent is new too and equals it;
-        # from the first odd one on, ancestors exist and are recomputed from their pair.
-        for level in range(1, len(v)):
-            i = x - bb
-            if x & 1:
-                val = combine(below[i - 1], below[i]) if x > low else below[i]
-                new = False
+        try:
+            self._t.append(time)
+            v = self._v
+            below = v[0]
+            below.append(value)
+            total = self._total
+            if total is EMPTY:
+                self._total = value
+                return
+            combine = self._combine
+            base = self._base
+            lo = self._lo
+            sh = self._sh
+            bb = base[0]
+            low = self._lo0
+            x = bb + len(below) - 1
+            new = True
+            # Corrected Algorithm 1: write the new leaf's ancestors bottom-up. While the element
+            # written last is new and even (a pair <x, ∅>), its parent is new too and equals it;
+            # from the first odd one on, ancestors exist and are recomputed from their pair.
+            for level in range(1, len(v)):
+                i = x - bb
+                if x & 1:
+                    val = combine(below[i - 1], below[i]) if x > low else below[i]
+                    new = False
+                else:
+                    val = below[i]
+                x = (x >> 1) + sh[level]
+                below = v[level]
+                bb = base[level]
+                if new:
+                    below.append(val)
+                else:
+                    below[x - bb] = val
+                low = lo[level]
+            hi = bb + len(below)
+            if (low >> 1) != ((hi - 1) >> 1):
+                # The root level now holds two pairs: a new root pair over both (note P1, option
+                # B). The old root pair is unchanged, so its aggregate is the old total.
+                young = below[-1]
+                v.append([total, young])
+                base.append(0)
+                lo.append(0)
+                sh.append(-(low >> 1))
+                self._total = combine(total, young)
             else:
-                val = below[i]
-            x = (x >> 1) + sh[level]
-            below = v[level]
-            bb = base[level]
-            if new:
-                below.append(val)
-            else:
-                below[x - bb] = val
-            low = lo[level]
-        hi = bb + len(below)
-        if (low >> 1) != ((hi - 1) >> 1):
-            # The root level now holds two pairs: a new root pair over both (note P1, option
-            # B). The old root pair is unchanged, so its aggregate is the old total.
-            young = below[-1]
-            v.append([total, young])
-            base.append(0)
-            lo.append(0)
-            sh.append(-(low >> 1))
-            self._total = combine(total, young)
-        else:
-            # A root level above the leaves always has two live elements (the height is
-            # minimal) and an insert cannot leave a lone leaf: the root pair is full.
-            i = low - bb
-            self._total = combine(below[i], below[i + 1])
+                # A root level above the leaves always has two live elements (the height is
+                # minimal) and an insert cannot leave a lone leaf: the root pair is full.
+                i = low - bb
+                self._total = combine(below[i], below[i + 1])
+        except BaseException as error:
+            self._fail("insert", error)
+            raise
 
     _bulk_min: ClassVar[int] = 4
 
@@ -387,7 +399,11 @@ class LogMta(_MtaBase):
         """Remove the oldest entry (O(log n) combines); :class:`EmptyWindowError` if empty."""
         n = len(self)
         if n > 1:
-            self._drop(1)
+            try:
+                self._drop(1)
+            except BaseException as error:
+                self._fail("evict", error)
+                raise
         elif n == 1:
             self._clear()
         else:
@@ -472,9 +488,11 @@ class LogMta(_MtaBase):
             w.enforce(lambda total, p: total[0] - p[0] >= R)
             # keep the newest entries whose sum is <= 10 (running example, section 3.2,
             # note P5): with (sum, last), P goes while what stays after it (plus its last
-            # entry) is still above 10; Last's raw aggregate is a 1-tuple
-            w = make_window("amta", product({"sum": Sum(), "last": Last()}))
-            w.enforce(lambda total, p: total[0] - p[0] + p[1][0] > 10)
+            # entry) is still above 10; Last's raw aggregate is a 1-tuple, Sum's an exact
+            # fixed-point int (docs/aggregations.md) that its lower turns into the number
+            total_sum = Sum()
+            w = make_window("amta", product({"sum": total_sum, "last": Last()}))
+            w.enforce(lambda total, p: total_sum.lower_fn(total[0] - p[0]) + p[1][0] > 10)
             # drop everything older than the maximum (Experiment 3), with Max alone:
             w = make_window("amta", Max())
             w.enforce(lambda total, p: p < total)
@@ -490,7 +508,7 @@ class LogMta(_MtaBase):
                 raise self._not_monotone(k + 1, n)
             k = n
         if k:
-            self._evict_count(k)
+            self._evict_count(k, "enforce")
         return k
 
     def _search(self, policy: Policy, total: Any) -> int:
@@ -711,43 +729,47 @@ class Amta(_MtaBase):
 
     # ------------------------------------------------------------------ updates
     def _insert_lifted(self, time: int, value: Any) -> None:
-        self._t.append(time)
-        v = self._v
-        row = v[0]
-        row.append(value)
-        self._cache = EMPTY
-        if self._r0 is EMPTY:
-            self._r0 = value
-            return
-        combine = self._combine
-        r1 = self._r1
-        self._r1 = value if r1 is EMPTY else combine(r1, value)   # Algorithm 3 line 3
-        base = self._base
-        h = len(v) - 1
-        x = base[0] + len(row) - 1
-        level = 0
-        # Algorithm 3: a pair gets its parent only when it stops being the tail (Invariant 3)
-        while True:
-            if x & 1:
-                # the new element completed the tail pair; if that is the top pair, younger
-                # trees merged into the leftmost one: rebuild R0, S and R1 (lines 18-20)
+        try:
+            self._t.append(time)
+            v = self._v
+            row = v[0]
+            row.append(value)
+            self._cache = EMPTY
+            if self._r0 is EMPTY:
+                self._r0 = value
+                return
+            combine = self._combine
+            r1 = self._r1
+            self._r1 = value if r1 is EMPTY else combine(r1, value)   # Algorithm 3 line 3
+            base = self._base
+            h = len(v) - 1
+            x = base[0] + len(row) - 1
+            level = 0
+            # Algorithm 3: a pair gets its parent only when it stops being the tail (Invariant 3)
+            while True:
+                if x & 1:
+                    # the new element completed the tail pair; if that is the top pair, younger
+                    # trees merged into the leftmost one: rebuild R0, S and R1 (lines 18-20)
+                    if level == h:
+                        self._left()
+                        self._right()
+                    return
+                i = x - base[level]
+                if x - 2 >= self._lo0 >> level:
+                    val = combine(row[i - 2], row[i - 1])
+                else:
+                    val = row[i - 1]                  # old top pair <∅, x> (may be stale, P11)
+                x = (x >> 1) - 1                      # parent of the previous tail pair
                 if level == h:
-                    self._left()
-                    self._right()
-                return
-            i = x - base[level]
-            if x - 2 >= self._lo0 >> level:
-                val = combine(row[i - 2], row[i - 1])
-            else:
-                val = row[i - 1]                  # old top pair <∅, x> (may be stale, P11)
-            x = (x >> 1) - 1                      # parent of the previous tail pair
-            if level == h:
-                v.append([val])                   # new top level (line 17): R0, S, R1 keep
-                base.append(x)
-                return
-            level += 1
-            row = v[level]
-            row.append(val)                       # at position x (Invariant 3)
+                    v.append([val])                   # new top level (line 17): R0, S, R1 keep
+                    base.append(x)
+                    return
+                level += 1
+                row = v[level]
+                row.append(val)                       # at position x (Invariant 3)
+        except BaseException as error:
+            self._fail("insert", error)
+            raise
 
     _bulk_min: ClassVar[int] = 8
 
@@ -804,48 +826,52 @@ class Amta(_MtaBase):
                 self._clear()
                 return
             raise self._empty_evict()
-        self._lo0 = x + 1
-        self._cache = EMPTY
-        stack = self._stack
-        self._r0 = stack.pop() if stack else EMPTY
-        h = len(v) - 1
-        rb = base[0]
-        exposed: list[Any] | None = None
-        level = 0
-        while True:
-            hi = rb + len(row)
-            if not x & 1 and x + 1 < hi:
-                break                             # full head pair: e0 <- ∅ (Alg. 6 line 13)
-            if level == h:
-                # the leftmost tree is used up (note P12): drop the top level and rebuild
-                v.pop()
-                base.pop()
-                self._left()
-                self._right()
-                for lv in range(h):
-                    self._compact(lv, self._lo0 >> lv)
-                return
-            if x + 2 < hi:                        # new full head pair (Alg. 6 lines 8-10)
-                if exposed is None:
-                    exposed = [row[x + 2 - rb]]
-                else:
-                    exposed.append(row[x + 2 - rb])
-            x >>= 1
-            level += 1
-            row = v[level]
-            rb = base[level]
-        if exposed:
-            # update_stack (Algorithm 7): highest level first
-            combine = self._combine
-            top = stack[-1] if stack else EMPTY
-            for b in reversed(exposed):
-                top = b if top is EMPTY else combine(b, top)
-                stack.append(top)
-        lo0 = self._lo0
-        for lv in range(level + 1):
-            i = (lo0 >> lv) - base[lv]
-            if i >= COMPACT_MIN and i + i >= len(v[lv]):
-                self._compact(lv, lo0 >> lv)
+        try:
+            self._lo0 = x + 1
+            self._cache = EMPTY
+            stack = self._stack
+            self._r0 = stack.pop() if stack else EMPTY
+            h = len(v) - 1
+            rb = base[0]
+            exposed: list[Any] | None = None
+            level = 0
+            while True:
+                hi = rb + len(row)
+                if not x & 1 and x + 1 < hi:
+                    break                             # full head pair: e0 <- ∅ (Alg. 6 line 13)
+                if level == h:
+                    # the leftmost tree is used up (note P12): drop the top level and rebuild
+                    v.pop()
+                    base.pop()
+                    self._left()
+                    self._right()
+                    for lv in range(h):
+                        self._compact(lv, self._lo0 >> lv)
+                    return
+                if x + 2 < hi:                        # new full head pair (Alg. 6 lines 8-10)
+                    if exposed is None:
+                        exposed = [row[x + 2 - rb]]
+                    else:
+                        exposed.append(row[x + 2 - rb])
+                x >>= 1
+                level += 1
+                row = v[level]
+                rb = base[level]
+            if exposed:
+                # update_stack (Algorithm 7): highest level first
+                combine = self._combine
+                top = stack[-1] if stack else EMPTY
+                for b in reversed(exposed):
+                    top = b if top is EMPTY else combine(b, top)
+                    stack.append(top)
+            lo0 = self._lo0
+            for lv in range(level + 1):
+                i = (lo0 >> lv) - base[lv]
+                if i >= COMPACT_MIN and i + i >= len(v[lv]):
+                    self._compact(lv, lo0 >> lv)
+        except BaseException as error:
+            self._fail("evict", error)
+            raise
 
     def _drop(self, k: int) -> None:
         if k <= len(self._v):
@@ -923,7 +949,7 @@ class Amta(_MtaBase):
                 raise self._not_monotone(k + 1, n)
             k = n
         if k:
-            self._evict_count(k)
+            self._evict_count(k, "enforce")
         return k
 
     def _search(self, policy: Policy, total: Any, known: int) -> int:

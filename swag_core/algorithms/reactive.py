@@ -245,13 +245,21 @@ class Reactive(Window):
         else:
             self._resize(2 * cap)
 
-    def _shrink_if_sparse(self) -> None:
-        """After evictions: halve while ``n < 1/4 cap`` (strict; pitfall 8), not below
-        ``min_capacity``."""
+    def _shrunk_without(self, p: int) -> bool:
+        """If removing the entry at logical position ``p`` leaves ``n < 1/4 cap`` (strict,
+        pitfall 8; the callers test that first), remove it by rebuilding the others in the
+        halved capacity (not below ``min_capacity``) and return True. The rebuild comes
+        first, so a failing ``combine`` changes nothing; False (nothing done) when no shrink
+        is due."""
         cap = self._fat.capacity
-        new = shrunk_capacity(cap, self._n, self._min_capacity)
-        if new != cap:
-            self._resize(new)
+        n = self._n - 1
+        new = shrunk_capacity(cap, n, self._min_capacity)
+        if new == cap:
+            return False
+        keys, vals = self._collect(0, p)
+        after_keys, after_vals = self._collect(p + 1, self._span)
+        self._build(keys + after_keys, vals + after_vals, new)
+        return True
 
     # ------------------------------------------------------------------ updates
     def _insert_lifted(self, time: int, value: Any) -> None:
@@ -374,8 +382,10 @@ class Reactive(Window):
         n = self._n
         if not n:
             raise self._empty_evict()
-        self._cache = NO_CACHE
         fat = self._fat
+        if 4 * (n - 1) < fat.capacity and self._shrunk_without(0):
+            return
+        self._cache = NO_CACHE
         t = fat.tree
         cap = fat.capacity
         mask = cap - 1
@@ -391,8 +401,6 @@ class Reactive(Window):
         self._front = front
         self._span = s
         self._n = n
-        if 4 * n < cap:
-            self._shrink_if_sparse()
 
     def remove(self, time: int) -> None:
         """Remove one entry at exactly ``time`` (the first inserted among equal times),
@@ -419,6 +427,8 @@ class Reactive(Window):
         if p == 0:
             self.evict()
             return
+        if 4 * (self._n - 1) < cap and self._shrunk_without(p):
+            return
         self._cache = NO_CACHE
         j = (front + p) & mask
         fat.set(j, empty)
@@ -432,8 +442,6 @@ class Reactive(Window):
             # Ghost time of the hole: its left neighbour's. Keeps _times sorted over the span
             # and lets the next bisect_left(time) land past the hole.
             times[j] = times[(j - 1) & mask]
-        if 4 * self._n < cap:
-            self._shrink_if_sparse()
 
     def bulk_evict(self, time: int) -> int:
         """Remove every entry with ``entry.time <= time``; returns how many were removed.
@@ -460,12 +468,12 @@ class Reactive(Window):
         t = self._fat.tree
         while t[cap + ((front + p) & mask)] is EMPTY:  # the new front skips holes
             p += 1
-        self._n = n
         new = shrunk_capacity(cap, n, self._min_capacity) if 4 * n < cap else cap
         if new != cap:
             keys, vals = self._collect(p, s)
-            self._build(keys, vals, new)
+            self._build(keys, vals, new)   # first: a failing combine changes nothing
             return removed
+        self._n = n
         self._fat.clear(front, p)
         self._front = (front + p) & mask
         self._span = s - p

@@ -114,9 +114,15 @@ class SlickDeque(FifoWindow):
         """``bulk_evict`` is a binary search, no ``combine``."""
         if count == len(self._times) - self._head:
             self._clear()
-        else:
-            self._impl.evict(count)
+            return
+        self._impl.evict(count)
+        try:
             self._advance(count)
+        except BaseException as error:
+            # Only an interrupt of Inv's re-basing fold gets here (it skips the re-base on an
+            # Exception): the entries are already evicted from the deque's view.
+            self._fail("evict", error)
+            raise
 
     def _clear(self) -> None:
         """Evict everything (the lists are emptied at once; Inv restarts its origin)."""

@@ -49,6 +49,22 @@ class TwoStacks(FifoWindow):
         self._times.append(time)
         self._cache = NO_CACHE
 
+    def _bulk_insert_lifted(self, batch: list[tuple[int, Any]]) -> None:
+        """Push the batch on the back stack; its aggregates are computed before anything
+        changes, so a failing ``combine`` leaves the window as it was."""
+        combine = self._combine
+        ba = self._ba
+        sums: list[Any] = []
+        append = sums.append
+        acc = ba[-1] if ba else NO_CACHE
+        for _, value in batch:
+            acc = value if acc is NO_CACHE else combine(acc, value)
+            append(acc)
+        ba.extend(sums)
+        self._bv.extend([v for _, v in batch])
+        self._times.extend([t for t, _ in batch])
+        self._cache = NO_CACHE
+
     def _flip(self, start: int) -> None:
         """Replace the front stack by the back stack's entries from position ``start`` on,
         youngest pushed first; the back stack becomes empty.

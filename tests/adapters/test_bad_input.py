@@ -14,7 +14,8 @@ QUERY = {"windows": [{"kind": "tumbling", "size": 10}, {"kind": "over", "range":
                      {"kind": "policy", "measure": "sum", "field": "w", "limit": 4}],
          "aggregations": {"mx": {"fn": "max", "field": "v"},
                           "g": {"fn": "geomean", "field": "p"},
-                          "ids": {"fn": "collect", "field": "id"}}}
+                          "ids": {"fn": "collect", "field": "id"}},
+         "nulls": "error"}
 
 
 def good(i: int) -> dict[str, Any]:

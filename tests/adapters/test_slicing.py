@@ -118,7 +118,8 @@ def test_kernels_are_used_only_where_they_are_exact() -> None:
         assert not kernel_mode(WindowDriver(dict(q, windows=windows)))
 
 
-numbers = st.one_of(st.integers(-10, 10), st.sampled_from([0.0, -0.0, 1.0, 1, 2.5, -2.5]),
+numbers = st.one_of(st.integers(-10, 10),
+                    st.sampled_from([0.0, -0.0, 1.0, 1, 2.5, -2.5, math.inf, -math.inf]),
                     st.floats(-1e6, 1e6, allow_nan=False), st.floats(allow_nan=False))
 
 
@@ -167,6 +168,19 @@ def test_non_finite_values_take_the_exact_path() -> None:
     driver.process("k", [(1, {"v": math.inf}), (2, {"v": 1.0}), (11, {"v": -math.inf})])
     rows = driver.advance_watermark("k", "end").rows
     assert [(r["m"], r["s"]) for r in rows] == [(math.inf, math.inf), (-math.inf, -math.inf)]
+
+
+@pytest.mark.parametrize("nulls", ["skip", "error"])
+def test_both_infinities_in_one_slice_give_nan(nulls: str) -> None:
+    """+inf and -inf in one slice: sum and mean are NaN, as lift + combine give (the
+    kernels' fsum passes refuse that mix; they must fall back, not fail the key)."""
+    driver = WindowDriver({"windows": [{"kind": "tumbling", "size": 10}], "nulls": nulls,
+                           "aggregations": {"s": {"fn": "sum", "field": "v"},
+                                            "a": {"fn": "mean", "field": "v"}}},
+                          columnar=False)
+    driver.process("k", [(1, {"v": math.inf}), (2, {"v": -math.inf}), (3, {"v": 1.0})])
+    (row,) = driver.advance_watermark("k", "end").rows
+    assert math.isnan(row["s"]) and math.isnan(row["a"])
 
 
 # ----------------------------------------------------------------------------- open slices

@@ -82,7 +82,8 @@ def _transform(scenario: dict[str, Any], **options: Any) -> SlidingAggregate:
     q = scenario["query"]
     return SlidingAggregate(windows=q["windows"], aggregations=q["aggregations"],
                             allowed_lateness=q.get("allowed_lateness", 0),
-                            algorithm=q.get("algorithm"), with_late_output=True, **options)
+                            algorithm=q.get("algorithm"), nulls=q.get("nulls", "skip"),
+                            with_late_output=True, **options)
 
 
 def _result(run: int, late_run: int, cutoff: int | None) -> dict[str, Any]:

@@ -374,11 +374,12 @@ def test_dofn_timers_and_counters() -> None:
     output and the counter."""
     from apache_beam.pvalue import TaggedOutput
 
-    from beam_adapter import OrderedLogDoFn
+    from beam_adapter import dofn_class
 
     transform = SlidingAggregate(window=tumbling(200), aggregations={"n": {"fn": "count"}})
-    dofn = OrderedLogDoFn(transform.query, algorithm=None, max_cached_keys=None, time=None,
-                          wake_timers=True, timestamps="window")
+    dofn = dofn_class("ordered_list", "test")(transform.query, algorithm=None,
+                                              max_cached_keys=None, time=None,
+                                              wake_timers=True, timestamps="window")
     dofn.setup()
     dofn._late_counter, dofn._rows_counter = FakeCounter(), FakeCounter()
     meta, log, wake, end = FakeValue(), FakeOrderedList(), FakeTimer(), FakeTimer()
@@ -408,3 +409,19 @@ def test_dofn_timers_and_counters() -> None:
     dofn._armed["b"] = (b"stale", 199_000)
     list(dofn._on_element(("b", {}), Timestamp(micros=6_000), meta2, log2, wake2, end))
     assert wake2.calls == [199_000, 199_000]
+
+
+def test_nulls_mode_skips_by_default_and_is_validated() -> None:
+    values = [tv("a", 1, {"v": None}), tv("a", 2, {"v": float("nan")}), tv("a", 3, {"v": 4})]
+    skip = SlidingAggregate(window=tumbling(100), aggregations={
+        "m": {"fn": "max", "field": "v"}, "n": {"fn": "count", "field": "v"}})
+    rows = run_batch(values, skip)[0]
+    assert [(r["m"], r["n"]) for r, _ in rows] == [(4, 1)]
+    strict = SlidingAggregate(window=tumbling(100), nulls="error",
+                              aggregations={"m": {"fn": "max", "field": "v"}})
+    with pytest.raises(Exception) as err:
+        run_batch(values, strict)
+    assert error_problem({"class": "BadEventError", "key": "a", "field": "v"}, err.value) is None
+    with pytest.raises(QuerySpecError, match="nulls"):
+        SlidingAggregate(window=tumbling(100), nulls="ignore",
+                         aggregations={"m": {"fn": "max", "field": "v"}})

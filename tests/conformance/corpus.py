@@ -78,7 +78,7 @@ TAGS = frozenset({
     "sliding-divisible", "sliding-nondivisible", "offset", "negative-time", "tumbling", "over",
     "peers", "count-window", "policy", "non-commutative", "ties", "watermark-regression",
     "watermark-stall", "end-of-input", "no-end-of-input", "multi-window", "multi-aggregation",
-    "bad-input", "floats", "generated", "duplicates",
+    "bad-input", "floats", "generated", "duplicates", "nulls",
 })
 
 _TOP_KEYS = ("name", "description", "tags", "query", "steps", "expect_error")
@@ -124,8 +124,8 @@ def _field_value(spec: Any, rng: SplitMix64, index: int) -> Any:
     if kind == "int":
         return rng.between(int(arg[0]), int(arg[1]))
     if kind == "eighths":
-        # Floats k/8 with k in [lo*8, hi*8]: exactly representable, so sums are exact and
-        # the float tolerance only has to absorb the final division of mean / variance.
+        # Floats k/8 with k in [lo*8, hi*8]: exactly representable (sums of them are exact
+        # even in float arithmetic).
         return rng.between(int(arg[0]) * 8, int(arg[1]) * 8) / 8
     if kind == "choice":
         return arg[rng.below(len(arg))]
@@ -316,7 +316,9 @@ def _check_aggregation(name: Any, spec: Any, errors: list[str]) -> None:
             errors.append(f"{where}.{p} must be a positive integer")
 
 
-def _check_steps(steps: Any, bad_input: bool, errors: list[str]) -> None:
+def _check_steps(steps: Any, bad_input: bool, errors: list[str], nulls: bool = False) -> None:
+    """Schema problems of the steps; ``nulls``: values may be null or NaN (a scenario tagged
+    ``nulls``)."""
     if not isinstance(steps, list):
         errors.append("steps must be a list")
         return
@@ -359,9 +361,11 @@ def _check_steps(steps: Any, bad_input: bool, errors: list[str]) -> None:
                     errors.append(f"{w}: value must be an object, got {value!r}")
                 elif not bad_input:
                     for f, x in value.items():
+                        if nulls and (x is None or (isinstance(x, float) and math.isnan(x))):
+                            continue
                         if x is None or (isinstance(x, float) and not math.isfinite(x)):
                             errors.append(f"{w}: field {f!r} is {x!r} outside a bad-input "
-                                          f"scenario")
+                                          f"or nulls scenario")
 
 
 def validate_scenario(scenario: Any, stem: str | None = None) -> list[str]:
@@ -389,8 +393,11 @@ def validate_scenario(scenario: Any, stem: str | None = None) -> list[str]:
 
     query = scenario["query"]
     if not isinstance(query, dict) or set(query) - {"windows", "aggregations",
-                                                     "allowed_lateness"}:
-        errors.append("query must be an object with windows, aggregations, allowed_lateness")
+                                                     "allowed_lateness", "nulls"}:
+        errors.append("query must be an object with windows, aggregations, allowed_lateness "
+                      "(and optionally nulls)")
+    elif query.get("nulls", "skip") not in ("skip", "error"):
+        errors.append(f"query.nulls must be 'skip' or 'error', got {query['nulls']!r}")
     else:
         windows = query.get("windows")
         if not (isinstance(windows, list) and windows):
@@ -418,7 +425,7 @@ def validate_scenario(scenario: Any, stem: str | None = None) -> list[str]:
             errors.append(f"expect_error.class must be one of {sorted(ERROR_CLASSES)}")
         elif "bad-input" not in (tags or ()):
             errors.append("a scenario with expect_error must be tagged bad-input")
-    _check_steps(scenario["steps"], bad_input, errors)
+    _check_steps(scenario["steps"], bad_input, errors, "nulls" in (tags or ()))
     if not errors:
         errors.extend(_check_tags(scenario))
     if not errors and not bad_input:
@@ -495,6 +502,9 @@ def _check_tags(scenario: dict[str, Any]) -> list[str]:
         "watermark-stall": len(watermarks) != len(set(map(str, watermarks))),
         "generated": any("generate" in s for s in scenario["steps"]),
         "floats": any(isinstance(x, float) for ev in events for x in ev[2].values()),
+        "nulls": any(x is None or (isinstance(x, float) and math.isnan(x))
+                     for ev in events for f, x in ev[2].items()
+                     if f in {a.get("field") for a in sc["query"]["aggregations"].values()}),
         "in-order": all(a <= b for ts in by_key.values() for a, b in itertools.pairwise(ts)),
         "out-of-order": any(a > b for ts in by_key.values() for a, b in itertools.pairwise(ts)),
     }

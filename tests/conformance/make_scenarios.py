@@ -91,12 +91,14 @@ def agg(fn: str, field: str | None = None, **params: Any) -> dict[str, Any]:
 
 def add(name: str, description: str, tags: list[str], windows: list[dict[str, Any]],
         aggregations: dict[str, dict[str, Any]], steps: list[Step], lateness: int = 0,
-        expect_error: dict[str, Any] | None = None) -> None:
+        expect_error: dict[str, Any] | None = None, nulls: str | None = None) -> None:
+    query: dict[str, Any] = {"windows": windows, "aggregations": aggregations,
+                             "allowed_lateness": lateness}
+    if nulls is not None:  # default "skip"
+        query["nulls"] = nulls
     SCENARIOS.append({
         "name": name, "description": description, "tags": tags,
-        "query": {"windows": windows, "aggregations": aggregations,
-                  "allowed_lateness": lateness},
-        "steps": steps, "expect_error": expect_error,
+        "query": query, "steps": steps, "expect_error": expect_error,
     })
 
 
@@ -632,6 +634,48 @@ add("float_values",
     [G(kind="stream", seed=12, keys=["a", "b", "c"], start=0, count=600, step=[0, 7],
        disorder=50, fields={"v": {"eighths": [-1000000, 1000000]}}), END])
 
+# --------------------------------------------------------------------------- exact floats
+# Doubles whose float sum depends on the order of additions (1e16 + 1.0 - 1e16), spread over
+# slices, windows and micro-batches: sums, means and variances are exactly rounded (the
+# oracle computes them over the rationals), so every engine must give them bit for bit.
+EXACT_FLOATS = {"sum_v": agg("sum", "v"), "mean_v": agg("mean", "v"),
+                "var_v": agg("variance", "v"), "std_v": agg("stddev", "v", ddof=0)}
+
+add("exact_floats_cancellation",
+    "1e16, 1.0, -1e16 and other cancelling doubles (subnormals, +-1e308, 0.1, -0.0) in "
+    "different slices and micro-batches, some out of order: exactly rounded sum, mean, "
+    "variance and stddev, compared bit for bit.",
+    ["floats", "sliding", "sliding-divisible", "tumbling", "multi-window", "multi-key",
+     "multi-aggregation", "out-of-order"],
+    [sliding(300, 100), tumbling(100)], EXACT_FLOATS,
+    [E(ev("a", 10, v=1e16), ev("b", 15, v=1e308), ev("a", 120, v=1.0)), W(50),
+     E(ev("a", 150, v=-1e16), ev("b", 110, v=-1e308), ev("b", 160, v=1e-300)),
+     E(ev("a", 60, v=0.1), ev("a", 230, v=-0.3), ev("b", 205, v=5e-324)), W(200),
+     E(ev("a", 250, v=-0.0), ev("b", 260, v=3.3), ev("a", 210, v=2.0 ** -60),
+       ev("b", 299, v=-1e16)), W(300),
+     E(ev("a", 330, v=1e16), ev("b", 310, v=1e16), ev("a", 340, v=-1e16)),
+     E(ev("b", 350, v=1.0), ev("a", 399, v=1.0)), END])
+
+add("exact_floats_stream",
+    "A generated stream of cancelling doubles (1e16, -1e16, 1.0, 0.1, 1e300, -1e300, "
+    "subnormals), out of order, over sliding windows: exactly rounded sum, mean, variance "
+    "and stddev, compared bit for bit.",
+    ["floats", "sliding", "sliding-divisible", "multi-key", "generated", "out-of-order",
+     "multi-aggregation"],
+    [sliding(200, 50)], EXACT_FLOATS,
+    [G(kind="stream", seed=1616, keys=["a", "b", "c"], start=0, count=400, step=[0, 5],
+       disorder=40, fields={"v": {"choice": [1e16, -1e16, 1.0, 0.1, -0.3, 1e300, -1e300,
+                                               5e-324, 2.0 ** -1022, 3.3, -0.0]}}),
+     W(700), END])
+
+add("exact_floats_geomean",
+    "Geometric mean of positive doubles of wildly different magnitudes (1e300, 1e-300, "
+    "the smallest subnormal): exp of the exactly rounded mean of the logs.",
+    ["floats", "tumbling", "single-key"],
+    [tumbling(100)], {"geo_v": agg("geomean", "v"), "mean_v": agg("mean", "v")},
+    [E(ev("a", 1, v=1e300), ev("a", 2, v=1e-300), ev("a", 3, v=7.0)), W(50),
+     E(ev("a", 4, v=5e-324), ev("a", 5, v=1.5), ev("a", 150, v=0.1)), END])
+
 # --------------------------------------------------------------------------- bad input
 add("bad_null_time",
     "An event with a null time: the engine must fail with BadEventError naming the key.",
@@ -650,12 +694,13 @@ add("bad_unparsable_time",
                   "description": "event time is not an integer"})
 
 add("bad_missing_field",
-    "An event lacks the aggregated field 'v': the error names the field and the key.",
+    "An event lacks the aggregated field 'v': the error names the field and the key. "
+    "Strict nulls: an engine of typed rows (Spark) has no absent field, only a null one.",
     ["bad-input", "tumbling", "multi-key"],
     [tumbling(1000)], {"sum_v": agg("sum", "v")},
     [E(ev("a", 10, v=1), ev("b", 20, w=2)), END],
     expect_error={"class": "BadEventError", "field": "v", "key": "b",
-                  "description": "field v missing"})
+                  "description": "field v missing"}, nulls="error")
 
 add("bad_nan_into_max",
     "NaN into max (order-based aggregations cannot take NaN).",
@@ -663,7 +708,7 @@ add("bad_nan_into_max",
     [over(100)], {"max_v": agg("max", "v")},
     [E(ev("a", 10, v=1.0)), W(11), E(ev("a", 20, v=float("nan"))), END],
     expect_error={"class": "BadEventError", "field": "v", "key": "a",
-                  "description": "NaN into max"})
+                  "description": "NaN into max"}, nulls="error")
 
 add("bad_policy_weight",
     "A negative weight for a policy window's sum measure is bad input naming the field.",
@@ -679,7 +724,67 @@ add("bad_null_value",
     [tumbling(100)], {"mean_v": agg("mean", "v")},
     [E(ev("a", 10, v=1), ev("a", 150, v=2)), W(200), E(ev("a", 210, v=None)), END],
     expect_error={"class": "BadEventError", "field": "v", "key": "a",
-                  "description": "null value into mean"})
+                  "description": "null value into mean"}, nulls="error")
+
+
+# --------------------------------------------------------------------------- nulls and NaN
+NAN = float("nan")
+#: every built-in over the nullable int field v (x: a nullable float field with NaN)
+NULL_AGGS = {"n": agg("count"), "n_v": agg("count", "v"), "sum_v": agg("sum", "v"),
+             "mean_v": agg("mean", "v"), "min_v": agg("min", "v"), "max_v": agg("max", "v"),
+             "argmax_v": agg("argmax", "v", result="id"),
+             "argmin_v": agg("argmin", "v", result="id"),
+             "maxcount_v": agg("maxcount", "v"), "var_v": agg("variance", "v", ddof=0),
+             "sd_v": agg("stddev", "v"), "geo_v": agg("geomean", "v"),
+             "first_v": agg("first", "v"), "last_v": agg("last", "v"),
+             "all_v": agg("collect", "v"), "n_x": agg("count", "x"),
+             "max_x": agg("max", "x"), "min_x": agg("min", "x")}
+
+add("nulls_skipped",
+    "SQL null semantics (the default nulls='skip'): nulls and NaN in a field are left out "
+    "of every built-in aggregation of it; count counts events, count(field) present values.",
+    ["nulls", "tumbling", "sliding", "sliding-divisible", "multi-window", "multi-key",
+     "multi-aggregation", "out-of-order", "floats", "non-commutative", "end-of-input"],
+    [tumbling(100), sliding(200, 100)], NULL_AGGS,
+    [E(ev("a", 10, v=4, x=0.5, id=0), ev("a", 20, v=None, x=NAN, id=1),
+       ev("b", 30, v=None, x=None, id=2), ev("a", 5, v=2, x=None, id=3),
+       ev("b", 40, v=7, x=1.25, id=4), ev("a", 120, v=None, x=NAN, id=5)), W(150),
+     E(ev("a", 160, v=4, x=-2.0, id=6), ev("b", 199, v=None, x=NAN, id=7),
+       ev("a", 199, v=1, x=NAN, id=8)), END])
+
+add("nulls_all_null_windows",
+    "Windows whose values are all null or NaN give null for every built-in except count "
+    "(count(field) gives 0), on time, over and count windows.",
+    ["nulls", "tumbling", "over", "count-window", "multi-window", "single-key",
+     "multi-aggregation", "floats", "non-commutative", "in-order", "end-of-input"],
+    [tumbling(100), over(10), count(2)], NULL_AGGS,
+    [E(ev("a", 10, v=None, x=None, id=0), ev("a", 20, v=None, x=NAN, id=1),
+       ev("a", 130, v=3, x=2.5, id=2), ev("a", 160, v=None, x=NAN, id=3),
+       ev("a", 210, v=None, x=None, id=4)), END])
+
+add("nulls_generated_stream",
+    "Three keys, 1200 generated events in two batches with about one null in four (NaN too "
+    "in x); count, sum, mean and max over sliding windows, so that the fast paths (column "
+    "kernels, the batch runtime, Spark's pre-slicing) take it.",
+    ["nulls", "generated", "out-of-order", "multi-key", "sliding", "sliding-divisible",
+     "floats", "multi-aggregation"],
+    [sliding(100, 50)],
+    {"n": agg("count"), "sum_v": agg("sum", "v"), "mean_v": agg("mean", "v"),
+     "max_x": agg("max", "x")},
+    [G(kind="stream", seed=21, keys=["a", "b", "c"], start=0, count=600, step=[0, 2],
+       disorder=20, fields={"v": {"choice": [1, 2, 5, None]},
+                            "x": {"choice": [0.5, -1.25, 3.0, None, NAN]}}), W(1100),
+     G(kind="stream", seed=22, keys=["a", "b", "c"], start=1200, count=600, step=[0, 2],
+       disorder=20, fields={"v": {"choice": [3, None, 4, 8]},
+                            "x": {"choice": [NAN, 2.0, -0.5, 1.0]}}), END])
+
+add("bad_null_strict",
+    "With nulls='error' a null into max is bad input naming the key and field, as NaN is.",
+    ["bad-input", "nulls", "tumbling", "single-key"],
+    [tumbling(100)], {"n_v": agg("count", "v"), "max_v": agg("max", "v")},
+    [E(ev("a", 10, v=1), ev("a", 20, v=None)), END],
+    expect_error={"class": "BadEventError", "field": "v", "key": "a",
+                  "description": "null into max with nulls='error'"}, nulls="error")
 
 
 # --------------------------------------------------------------------------- writing
@@ -708,8 +813,9 @@ def render(scenario: dict[str, Any]) -> str:
         '  "query": {\n'
         f'    "windows": [\n{windows}\n    ],\n'
         f'    "aggregations": {{\n{aggs}\n    }},\n'
-        f'    "allowed_lateness": {_dump(q["allowed_lateness"])}\n'
-        "  },\n"
+        f'    "allowed_lateness": {_dump(q["allowed_lateness"])}'
+        + (f',\n    "nulls": {_dump(q["nulls"])}\n' if "nulls" in q else "\n")
+        + "  },\n"
         f'  "steps": {steps_text},\n'
         f'  "expect_error": {_dump(scenario["expect_error"])}\n'
         "}\n"

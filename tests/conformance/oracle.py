@@ -2,9 +2,10 @@
 
 Independent of the code under test: plain Python only, no swag_core window structure, no
 ``adapters`` code, no swag_core aggregation *fold*. Every aggregate is computed from its
-definition over the list of events in the window (``max()`` for max, ``sum / len`` for mean,
-the two-pass formula for variance, a list for collect, a strict-improvement scan for argmax so
-ties go to the oldest, ...).
+definition over the list of events in the window (``max()`` for max; ``sum / len`` for mean
+and the two-pass formula for variance in exact rational arithmetic, rounded once to the
+nearest double; a list for collect, a strict-improvement scan for argmax so ties go to the
+oldest, ...).
 
 The one stated exception is ``bloom``: its result is a bit mask whose positions come from
 swag_core's hash functions, which no independent definition can reproduce. The oracle builds
@@ -24,9 +25,11 @@ event.
 from __future__ import annotations
 
 import bisect
+import decimal
 import math
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -86,12 +89,18 @@ def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+def missing(x: Any) -> bool:
+    """SQL null or a float NaN: what ``nulls="skip"`` leaves out (``docs/conformance.md``)."""
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
 def _check_value(key: Any, value: Any, aggs: dict[str, dict[str, Any]],
-                 windows: list[dict[str, Any]]) -> None:
+                 windows: list[dict[str, Any]], nulls: str = "skip") -> None:
     """Raise OracleInputError if an accepted event's value cannot be aggregated.
 
     Checks the aggregations in query order, then the policy windows' weights (the driver's
-    order, which only matters for an event with several faults).
+    order, which only matters for an event with several faults). With ``nulls="skip"`` a
+    missing value (:func:`missing`; argmin/argmax: of the compared field) is no fault.
     """
     if not isinstance(value, dict):
         raise OracleInputError("value", None, key,
@@ -108,6 +117,8 @@ def _check_value(key: Any, value: Any, aggs: dict[str, dict[str, Any]],
                                        f"{fn}: field {name!r} missing from {value!r}")
         name = spec.get("field")
         x = value.get(name)
+        if nulls == "skip" and missing(x):
+            continue
         if fn in NUMERIC:
             if not _is_number(x) or x != x:
                 raise OracleInputError("value", name, key,
@@ -160,7 +171,7 @@ def _replay(scenario: dict[str, Any]) -> _Replay:
             if t < state.watermark - lateness:
                 state.late[key] += 1
             else:
-                _check_value(key, value, aggs, query["windows"])
+                _check_value(key, value, aggs, query["windows"], query.get("nulls", "skip"))
                 state.accepted[key].append(_Event(t, arrival, value))
             arrival += 1
     return state
@@ -180,28 +191,66 @@ def _bloom(spec: dict[str, Any], items: list[Any]) -> BloomExpected:
     return BloomExpected(bits, hashes, tuple(items), item_masks, mask)
 
 
-def _variance(xs: list[Any], ddof: int) -> float | None:
+def _rounded(x: Fraction) -> float:
+    """``x`` rounded to the nearest double (``+-inf`` beyond the range)."""
+    try:
+        return float(x)  # numerator / denominator: correctly rounded
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
+def _exact_variance(xs: list[Any], ddof: int) -> Fraction | None:
+    """The two-pass variance over the rationals (no rounding at all)."""
     n = len(xs)
     if n <= ddof:
         return None
-    mean = math.fsum(xs) / n
-    return math.fsum((x - mean) ** 2 for x in xs) / (n - ddof)
+    mean = sum(map(Fraction, xs), Fraction(0)) / n
+    return sum(((Fraction(x) - mean) ** 2 for x in xs), Fraction(0)) / (n - ddof)
 
 
-def aggregate(spec: dict[str, Any], values: list[dict[str, Any]]) -> Any:
-    """One aggregate, by definition, over event values in window order (non-empty)."""
+def _rounded_sqrt(x: Fraction) -> float:
+    """The double nearest to ``sqrt(x)``: the float of a 60-digit decimal root, then moved to
+    the neighbour whose rounding interval holds the root (midpoints squared, compared
+    exactly)."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        r = float((decimal.Decimal(x.numerator) / decimal.Decimal(x.denominator)).sqrt())
+    if math.isinf(r):
+        below = math.nextafter(r, 0.0)  # the largest double; inf past its interval's top
+        return r if (Fraction(below) + Fraction(2) ** 970) ** 2 <= x else below
+    while True:
+        up, down = math.nextafter(r, math.inf), math.nextafter(r, 0.0)
+        if not math.isinf(up) and ((Fraction(r) + Fraction(up)) / 2) ** 2 < x:
+            r = up
+        elif r > 0 and ((Fraction(r) + Fraction(down)) / 2) ** 2 > x:
+            r = down
+        else:
+            return r
+
+
+def aggregate(spec: dict[str, Any], values: list[dict[str, Any]], nulls: str = "skip") -> Any:
+    """One aggregate, by definition, over event values in window order (non-empty).
+
+    ``nulls="skip"`` (SQL): the events whose field is :func:`missing` are left out, and a
+    window with no other event gives null (``count`` of a field: 0); ``"error"``: every
+    value is aggregated (the replay refused those an aggregation cannot take)."""
     fn = spec["fn"]
     if fn == "count":
         if "field" not in spec:
             return len(values)
-        return sum(1 for v in values if v.get(spec["field"]) is not None)
+        gone = missing if nulls == "skip" else (lambda x: x is None)
+        return sum(1 for v in values if not gone(v.get(spec["field"])))
     f = spec["field"]
+    if nulls == "skip":
+        values = [v for v in values if not missing(v[f])]
+        if not values:
+            return None
     xs = [v[f] for v in values]
     if fn == "sum":
-        return sum(xs) if all(isinstance(x, int) for x in xs) else math.fsum(xs)
+        exact = sum(map(Fraction, xs), Fraction(0))
+        return int(exact) if all(isinstance(x, int) for x in xs) else _rounded(exact)
     if fn == "mean":
-        total = sum(xs) if all(isinstance(x, int) for x in xs) else math.fsum(xs)
-        return total / len(xs)
+        return _rounded(sum(map(Fraction, xs), Fraction(0)) / len(xs))
     if fn == "min":
         return min(xs)
     if fn == "max":
@@ -216,12 +265,14 @@ def aggregate(spec: dict[str, Any], values: list[dict[str, Any]]) -> Any:
         m = max(xs) if fn == "maxcount" else min(xs)
         return [m, sum(1 for x in xs if x == m)]
     if fn == "variance":
-        return _variance(xs, spec.get("ddof", 1))
+        var = _exact_variance(xs, spec.get("ddof", 1))
+        return None if var is None else _rounded(var)
     if fn == "stddev":
-        var = _variance(xs, spec.get("ddof", 1))
-        return None if var is None else math.sqrt(var)
-    if fn == "geomean":
-        return math.exp(math.fsum(math.log(x) for x in xs) / len(xs))
+        var = _exact_variance(xs, spec.get("ddof", 1))
+        return None if var is None else _rounded_sqrt(var)
+    if fn == "geomean":  # exp of the mean of the logs, rounded once
+        logs = sum((Fraction(math.log(x)) for x in xs), Fraction(0))
+        return math.exp(_rounded(logs / len(xs)))
     if fn == "first":
         return xs[0]
     if fn == "last":
@@ -233,12 +284,16 @@ def aggregate(spec: dict[str, Any], values: list[dict[str, Any]]) -> Any:
     raise ValueError(f"unknown aggregation {fn!r}")
 
 
-def _aggregates(aggs: dict[str, dict[str, Any]], events: list[_Event]) -> dict[str, Any]:
+def _aggregates(aggs: dict[str, dict[str, Any]], events: list[_Event],
+                nulls: str) -> dict[str, Any]:
     values = [e.value for e in events]
-    return {out: aggregate(spec, values) for out, spec in aggs.items()}
+    return {out: aggregate(spec, values, nulls) for out, spec in aggs.items()}
 
 
 # --------------------------------------------------------------------------- windows
+#: The output columns of a window's events (the query's aggregations and null rule).
+Outputs = Callable[[list[_Event]], dict[str, Any]]
+
 def window_starts(t: int, range_: int, slide: int, offset: int) -> range:
     """Starts ``offset + j*slide`` of the windows ``[start, start + range_)`` holding ``t``."""
     # start <= t  <=>  j <= (t - offset) / slide;  t < start + range_  <=>  j > (t - range_ -
@@ -249,7 +304,7 @@ def window_starts(t: int, range_: int, slide: int, offset: int) -> range:
 
 
 def _sliding_rows(i: int, key: Any, spec: dict[str, Any], events: list[_Event],
-                  times: list[int], final: float, aggs: dict[str, dict[str, Any]]
+                  times: list[int], final: float, aggs: Outputs
                   ) -> list[dict[str, Any]]:
     if spec["kind"] == "tumbling":
         range_ = slide = spec["size"]
@@ -265,12 +320,12 @@ def _sliding_rows(i: int, key: Any, spec: dict[str, Any], events: list[_Event],
         members = events[bisect.bisect_left(times, start):bisect.bisect_left(times, end)]
         if members:
             rows.append({"window": i, "key": key, "start": start, "end": end,
-                         **_aggregates(aggs, members)})
+                         **aggs(members)})
     return rows
 
 
 def _over_rows(i: int, key: Any, spec: dict[str, Any], events: list[_Event],
-               times: list[int], final: float, aggs: dict[str, dict[str, Any]]
+               times: list[int], final: float, aggs: Outputs
                ) -> list[dict[str, Any]]:
     rows = []
     cache: dict[int, dict[str, Any]] = {}  # peers share one window: compute it once
@@ -280,14 +335,14 @@ def _over_rows(i: int, key: Any, spec: dict[str, Any], events: list[_Event],
         if ev.time not in cache:
             lo = bisect.bisect_left(times, ev.time - spec["range"])
             hi = bisect.bisect_right(times, ev.time)
-            cache[ev.time] = _aggregates(aggs, events[lo:hi])
+            cache[ev.time] = aggs(events[lo:hi])
         rows.append({"window": i, "key": key, "time": ev.time, "event": ev.value,
                      **cache[ev.time]})
     return rows
 
 
 def _count_rows(i: int, key: Any, spec: dict[str, Any], events: list[_Event],
-                final: float, aggs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+                final: float, aggs: Outputs) -> list[dict[str, Any]]:
     size, every = spec["size"], spec.get("every", 1)
     rows = []
     for k in range(every, len(events) + 1, every):  # k-th event, 1-based, k % every == 0
@@ -295,7 +350,7 @@ def _count_rows(i: int, key: Any, spec: dict[str, Any], events: list[_Event],
             continue
         members = events[max(0, k - size):k]
         rows.append({"window": i, "key": key, "start": members[0].time,
-                     "end": members[-1].time + 1, **_aggregates(aggs, members)})
+                     "end": members[-1].time + 1, **aggs(members)})
     return rows
 
 
@@ -309,7 +364,7 @@ def _policy_measure(spec: dict[str, Any], run: list[_Event]) -> int | Fraction:
 
 
 def _policy_rows(i: int, key: Any, spec: dict[str, Any], events: list[_Event],
-                 final: float, aggs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+                 final: float, aggs: Outputs) -> list[dict[str, Any]]:
     # adapters.specs.PolicyWindow, declarative form: after the k-th event (window order) the
     # window is the longest run of the newest events whose measure is <= limit, or the k-th
     # event alone; a row every `every` events, emitted like a count window (W - L > t_k).
@@ -324,7 +379,7 @@ def _policy_rows(i: int, key: Any, spec: dict[str, Any], events: list[_Event],
             lo -= 1
         members = events[lo:k]
         rows.append({"window": i, "key": key, "start": members[0].time,
-                     "end": members[-1].time + 1, **_aggregates(aggs, members)})
+                     "end": members[-1].time + 1, **aggs(members)})
     return rows
 
 
@@ -348,7 +403,10 @@ def expected(scenario: dict[str, Any]) -> dict[str, Any]:
     if any("generate" in step for step in scenario["steps"]):
         scenario = expand(scenario)
     query = scenario["query"]
-    aggs = query["aggregations"]
+    specs, nulls = query["aggregations"], query.get("nulls", "skip")
+
+    def aggs(members: list[_Event]) -> dict[str, Any]:
+        return _aggregates(specs, members, nulls)
     state = _replay(scenario)
     final = state.watermark - query.get("allowed_lateness", 0)
     rows: list[dict[str, Any]] = []

@@ -14,7 +14,8 @@ scenario with ``expect_error`` it must raise. Plugging one in::
 or from the command line: ``python -m tests.conformance.runner --engine pkg.module:factory``.
 
 Comparison: rows are a multiset, matched by identity (window, key, start, end; over rows:
-window, key, time), floats with ``math.isclose(rel_tol=1e-9, abs_tol=1e-9)``, tuples equal to
+window, key, time), numbers exactly by value (floats bit for bit: sums, means and variances
+are exactly rounded everywhere; an int equals the float of the same value), tuples equal to
 lists, NaN equal to NaN; bloom columns structurally (see :mod:`.oracle`); late counts as a
 dict without zero entries.
 """
@@ -24,7 +25,6 @@ from __future__ import annotations
 import argparse
 import copy
 import importlib
-import math
 import numbers
 import sys
 import time
@@ -36,8 +36,6 @@ from typing import Any, Protocol
 from . import corpus
 from .oracle import BloomExpected, OracleInputError, expected
 
-REL_TOL = 1e-9
-ABS_TOL = 1e-9
 #: How many differing / missing / extra rows a diff shows.
 DIFF_LIMIT = 8
 
@@ -111,7 +109,7 @@ def _bloom_problem(exp: BloomExpected, actual: Any) -> str | None:
 
 
 def value_problem(exp: Any, actual: Any) -> str | None:
-    """Why ``actual`` does not match ``exp`` (None when it does), with the float tolerance."""
+    """Why ``actual`` does not match ``exp`` (None when it does); numbers exactly."""
     if isinstance(exp, BloomExpected):
         return _bloom_problem(exp, actual)
     actual = _plain(actual)
@@ -120,9 +118,9 @@ def value_problem(exp: Any, actual: Any) -> str | None:
     if isinstance(exp, (int, float)) and isinstance(actual, (int, float)):
         if isinstance(exp, float) and isinstance(actual, float) and exp != exp:
             return None if actual != actual else f"{actual!r} != nan"
-        if math.isclose(exp, actual, rel_tol=REL_TOL, abs_tol=ABS_TOL):
+        if exp == actual:
             return None
-        return f"{actual!r} != {exp!r} (beyond rel/abs tolerance {REL_TOL:g})"
+        return f"{actual!r} != {exp!r}"
     if isinstance(exp, list) and isinstance(actual, list):
         if len(exp) != len(actual):
             return f"length {len(actual)} != {len(exp)}: {_short(actual)} vs {_short(exp)}"

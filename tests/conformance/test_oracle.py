@@ -309,6 +309,7 @@ def test_bad_input_raises(aggs: dict[str, Any], event: list[Any], kind: str,
         windows.append({"kind": "policy", "measure": "sum", "limit": 5, "field": "w"})
     sc = scenario(windows, aggs,
                   [{"events": [ev("k", 0, v=1, r=0, w=0), event]}, {"watermark": END}])
+    sc["query"]["nulls"] = "error"  # null and NaN values are bad input too
     with pytest.raises(OracleInputError) as info:
         expected(sc)
     assert (info.value.kind, info.value.field, info.value.key) == (kind, field, "a")
@@ -328,10 +329,46 @@ def test_late_events_values_are_not_checked() -> None:
     assert expected(sc) == {"rows": [], "late": {"a": 1}}
 
 
-def test_null_is_a_value_for_collect() -> None:
+def test_null_is_a_value_for_collect_with_nulls_error() -> None:
     sc = scenario([{"kind": "tumbling", "size": 10}], {"c": {"fn": "collect", "field": "v"}},
                   [{"events": [ev("a", 5, v=None), ev("a", 6, v=1)]}, {"watermark": END}])
+    sc["query"]["nulls"] = "error"
     assert expected(sc)["rows"][0]["c"] == [None, 1]
+
+
+NULLS_BY_HAND = [
+    # (spec, values of v in window order, expected): SQL semantics, worked out by hand
+    ({"fn": "collect", "field": "v"}, [None, 1, math.nan, 2], [1, 2]),
+    ({"fn": "sum", "field": "v"}, [None, 1, math.nan, 2], 3),
+    ({"fn": "sum", "field": "v"}, [None, math.nan], None),
+    ({"fn": "mean", "field": "v"}, [4, None, 2], 3.0),
+    ({"fn": "max", "field": "v"}, [math.nan, -1.5, None], -1.5),
+    ({"fn": "min", "field": "v"}, [None, None], None),
+    ({"fn": "count", "field": "v"}, [None, 3, math.nan], 1),
+    ({"fn": "count", "field": "v"}, [None, math.nan], 0),
+    ({"fn": "count"}, [None, math.nan], 2),
+    ({"fn": "first", "field": "v"}, [None, math.nan, 7, 8], 7),
+    ({"fn": "last", "field": "v"}, [7, 8, None], 8),
+    ({"fn": "variance", "field": "v", "ddof": 0}, [1, None, 3], 1.0),
+    ({"fn": "maxcount", "field": "v"}, [2, None, 2, math.nan], [2, 2]),
+]
+
+
+@pytest.mark.parametrize(("spec", "xs", "want"), NULLS_BY_HAND)
+def test_nulls_skip_by_hand(spec: dict[str, Any], xs: list[Any], want: Any) -> None:
+    sc = scenario([{"kind": "tumbling", "size": 100}], {"o": spec},
+                  [{"events": [ev("a", i, v=x) for i, x in enumerate(xs)]},
+                   {"watermark": END}])
+    assert expected(sc)["rows"][0]["o"] == want
+
+
+def test_argmax_skips_events_whose_compared_field_is_missing() -> None:
+    sc = scenario([{"kind": "tumbling", "size": 100}],
+                  {"a": {"fn": "argmax", "field": "v", "result": "r"}},
+                  [{"events": [ev("a", 1, v=None, r=1), ev("a", 2, v=math.nan, r=2),
+                               ev("a", 3, v=-4, r=3), ev("a", 4, v=None, r=4)]},
+                   {"watermark": END}])
+    assert expected(sc)["rows"][0]["a"] == 3
 
 
 # --------------------------------------------------------------------------- the corpus

@@ -1,4 +1,4 @@
-"""The runner: comparison with tolerance and multiset order, diffs, error expectations."""
+"""The runner: exact comparison and multiset order, diffs, error expectations."""
 
 from __future__ import annotations
 
@@ -56,11 +56,11 @@ def small_result() -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- values
 @pytest.mark.parametrize(("exp", "actual", "ok"), [
-    (1.0, 1.0 + 1e-12, True),
-    (1e6, 1e6 * (1 + 5e-10), True),
-    (1e6, 1e6 * (1 + 5e-9), False),
-    (0.0, 5e-10, True),
-    (0.0, 5e-9, False),
+    (1.0, 1.0, True),
+    (1.0, 1.0 + 2**-52, False),  # one ulp: floats compare bit for bit
+    (0.1 + 0.2, 0.3, False),
+    (0.0, 5e-324, False),
+    (0.0, -0.0, True),
     (3, 3.0, True),
     (3, 4, False),
     (None, None, True),
@@ -71,7 +71,7 @@ def small_result() -> dict[str, Any]:
     ([1, 2], (1, 2), True),
     ([1, 2], [2, 1], False),
     ([1, 2], [1, 2, 3], False),
-    ({"a": 1.0}, {"a": 1.0 + 1e-12}, True),
+    ({"a": 1.0}, {"a": 1.0}, True),
     ({"a": 1}, {"b": 1}, False),
     ("x", "x", True),
     ("1", 1, False),
@@ -118,7 +118,7 @@ def test_diff_reports_differing_missing_extra_and_late() -> None:
     exp = small_result()
     actual = copy.deepcopy(exp)
     actual["rows"][0]["sum"] += 1
-    actual["rows"][1]["mean"] *= 1 + 1e-12  # within tolerance: not reported
+    actual["rows"][1]["mean"] = math.nextafter(actual["rows"][1]["mean"], math.inf)  # 1 ulp
     dropped = actual["rows"].pop(2)
     bogus = dict(actual["rows"][3], start=-999999, end=-999998)
     actual["rows"].append(bogus)
@@ -126,9 +126,9 @@ def test_diff_reports_differing_missing_extra_and_late() -> None:
     diff = compare(exp, actual)
     assert diff is not None
     assert "late counts differ: 'p': 2 (expected 0)" in diff
-    assert "1 differing, 1 missing, 1 extra" in diff
+    assert "2 differing, 1 missing, 1 extra" in diff
     differs = diff.split("  missing ")[0]
-    assert "      sum: " in differs and "      mean: " not in differs
+    assert "      sum: " in differs and "      mean: " in differs
     assert f"[{dropped['start']}, {dropped['end']})" in diff
     assert "[-999999, -999998)" in diff
 

@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import bisect
 import math
+import operator
 from collections.abc import Iterable
 from typing import Any
 
 from swag_core import Aggregation, EmptyWindowError
 
 PRIME = 10007
+
+
+def int_sum() -> Aggregation:
+    """A plain ``+`` monoid whose aggregates are the sums themselves (the built-in ``Sum``
+    keeps an exact fixed-point partial): for tests that inspect a structure's aggregates."""
+    return Aggregation(combine=operator.add, identity=0, subtract=operator.sub,
+                       commutative=True, name="sum")
 
 
 def concat() -> Aggregation:
@@ -134,6 +142,18 @@ class Model:
 
     def youngest(self) -> int:
         return self.times[-1]
+
+
+def identical(a: Any, b: Any) -> bool:
+    """Equality with floats bit for bit (``-0.0`` is not ``0.0``, NaN is NaN), recursively
+    through tuples, lists and dicts."""
+    if isinstance(a, float) or isinstance(b, float):
+        return type(a) is type(b) and repr(a) == repr(b)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(identical(a[k], b[k]) for k in a)
+    return bool(a == b)
 
 
 def same(a: Any, b: Any, rel: float = 1e-9, abs_tol: float = 1e-9) -> bool:

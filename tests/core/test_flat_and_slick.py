@@ -779,7 +779,7 @@ class TestFlatFit:
                                       (cap == 2 and len(w) == 0))
 
     def test_capacity_policy_and_errors(self) -> None:
-        w = FlatFit(Sum(), capacity=2, min_capacity=2)
+        w = FlatFit(int_sum(), capacity=2, min_capacity=2)
         for t in range(9):
             w.insert(t, 1)
         assert w.capacity == 16

@@ -137,7 +137,7 @@ def aggregate(df: DataFrame, scenario: dict[str, Any], metric: Any = None) -> Da
         df, key="key", time="time", window=list(q["windows"]),
         aggregations=q["aggregations"], allowed_lateness=q.get("allowed_lateness", 0),
         algorithm=q.get("algorithm") or "auto", late_rows="include", order_by="seq",
-        watermark=None, metric=metric)
+        watermark=None, metric=metric, nulls=q.get("nulls", "skip"))
 
 
 def result_columns(out: DataFrame) -> list[Any]:

@@ -8,7 +8,7 @@ import math
 
 import pytest
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructType, TimestampType
+from pyspark.sql.types import ArrayType, LongType, StringType, StructType, TimestampType
 
 from adapters import StateError
 from spark_adapter import (
@@ -24,7 +24,7 @@ from spark_adapter._types import json_fixer
 from tests.conformance import corpus
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
-from tests.spark.streaming import streaming_run
+from tests.spark.streaming import _write_file, streaming_run
 
 
 # ----------------------------------------------------------------------------- restart
@@ -66,7 +66,7 @@ def test_sliding_output_types_and_values(trips):
         aggregations={"cnt": {"fn": "count"}, "top": {"fn": "max", "field": "n"},
                       "last_day": {"fn": "last", "field": "day"},
                       "tags": {"fn": "collect", "field": "tag"}},
-        order_by="seq")
+        order_by="seq", nulls="error")  # last takes a null as a value
     assert [(f.name, f.dataType.simpleString()) for f in out.schema.fields] == [
         ("city", "string"), ("zone", "int"), ("window_start", "timestamp"),
         ("window_end", "timestamp"), ("cnt", "bigint"), ("top", "bigint"),
@@ -84,7 +84,7 @@ def test_over_window_returns_the_input_row(trips):
     out = sliding_aggregate(
         trips, key="city", time="ts", window=over("30 minutes"),
         aggregations={"k": {"fn": "count", "field": "x"}, "xs": {"fn": "collect", "field": "x"}},
-        order_by="seq")
+        order_by="seq", nulls="error")  # collect keeps null and NaN: values arrive exactly
     assert out.columns == ["city", "zone", "ts", "n", "x", "day", "tag", "seq", "k", "xs"]
     rows = sorted(out.collect(), key=lambda r: (r.city, r.ts, r.seq))
     assert [r.ts for r in rows] == [_ts("2024-03-01 10:00:00"), _ts("2024-03-01 10:20:00"),
@@ -98,6 +98,14 @@ def test_over_window_returns_the_input_row(trips):
     assert math.isnan(rows[3].x) and rows[4].n == 2**62 + 1
     assert isinstance(out.schema["ts"].dataType, TimestampType)
     assert out.schema["xs"].dataType.simpleString() == "array<double>"
+    skip = sliding_aggregate(
+        trips, key="city", time="ts", window=over("30 minutes"), order_by="seq",
+        aggregations={"k": {"fn": "count", "field": "x"}, "xs": {"fn": "collect", "field": "x"},
+                      "last_day": {"fn": "last", "field": "day"}})
+    rows = sorted(skip.collect(), key=lambda r: (r.city, r.ts, r.seq))
+    # the default skips null and NaN; the 10:20 peers' last day is the one that is not null
+    assert [(r.k, r.xs, r.last_day) for r in rows[1:4]] == [
+        (2, [1.5, 2.5], datetime.date(2024, 3, 2))] * 2 + [(1, [2.5], datetime.date(2024, 3, 3))]
 
 
 def test_epoch_millis_time_and_late_rows_return(spark):
@@ -124,6 +132,104 @@ def test_custom_aggregation_needs_and_uses_output_types(spark):
     out = sliding_aggregate(df, key="key", time="t", window=tumbling(10),
                             aggregations={"c": concat}, output_types={"c": "string"})
     assert [r.c for r in out.collect()] == ["abcd"]
+
+
+# ----------------------------------------------------------------------------- key and time
+def _key_time_aggs(ts: str, key: str, suffix: str = "") -> dict:
+    """Aggregations of the time column ``ts`` and the key column ``key`` (outputs named with
+    ``suffix``): run on the columns themselves and on plain copies, they must agree."""
+    return {f"latest{suffix}": {"fn": "max", "field": ts},
+            f"earliest{suffix}": {"fn": "min", "field": ts},
+            f"when_top{suffix}": {"fn": "argmax", "field": "n", "result": ts},
+            f"keys{suffix}": {"fn": "collect", "field": key}}
+
+
+_KT = ("latest", "earliest", "when_top", "keys")
+
+
+def test_key_and_time_columns_can_be_aggregated(trips):
+    """max/min/argmax(result=)/collect of the time and key columns give the same rows as
+    the same aggregations of plain copies of them (value columns); the time's aggregates
+    keep its type (timestamp); the over rows and a whole-row argmax hold the input columns
+    once (the key and time are not repeated as values)."""
+    df = trips.withColumn("ts2", F.col("ts")).withColumn("city2", F.col("city"))
+    aggs = {**_key_time_aggs("ts", "city"), **_key_time_aggs("ts2", "city2", "_copy"),
+            "top": {"fn": "argmax", "field": "n"}}
+    for window in (sliding("1 hour", "30 minutes"), over("30 minutes")):
+        out = sliding_aggregate(df, key="city", time="ts", window=window, aggregations=aggs,
+                                order_by="seq")
+        assert [out.schema[n].dataType for n in _KT] == [
+            TimestampType(), TimestampType(), TimestampType(), ArrayType(StringType())]
+        assert out.schema["top"].dataType.names == [c for c in df.columns
+                                                    if c not in ("city", "ts")]
+        got = out.collect()
+        assert len(got) >= 5 and all(r[n] == r[f"{n}_copy"] for r in got for n in _KT), got
+        if window["kind"] == "over":
+            assert out.columns == df.columns + list(aggs)
+    # the sliding windows' latest time, by definition
+    start = _ts("2024-03-01 10:00:00")
+    want = {}
+    for r in trips.collect():
+        for k in range(-1, 1):
+            s = start + (r.ts - start) // datetime.timedelta(minutes=30) * \
+                datetime.timedelta(minutes=30) + k * datetime.timedelta(minutes=30)
+            want[(r.city, s)] = max(want.get((r.city, s), r.ts), r.ts)
+    out = sliding_aggregate(trips, key="city", time="ts", window=sliding("1 hour", "30 minutes"),
+                            aggregations={"latest": {"fn": "max", "field": "ts"}})
+    assert {(r.city, r.window_start): r.latest for r in out.collect()} == want
+
+
+def test_epoch_millis_time_aggregated_pre_sliced_and_streaming(spark, tmp_path):
+    """An epoch-ms time column aggregated on the pre-sliced batch path (it is a long
+    column: Spark's per-slice max/min) and in streaming (every key: the time and key
+    columns and their copies agree)."""
+    rows = [("k", 1000 + 37 * i, i % 5) for i in range(30)]
+    df = spark.createDataFrame(rows, "key string, t long, n long").withColumn(
+        "t2", F.col("t"))
+    aggs = {"hi": {"fn": "max", "field": "t"}, "lo": {"fn": "min", "field": "t"},
+            "hi2": {"fn": "max", "field": "t2"}, "lo2": {"fn": "min", "field": "t2"}}
+    out = sliding_aggregate(df, key="key", time="t", window=sliding(300, 100),
+                            aggregations=aggs, presliced=True)
+    got = out.collect()
+    assert len(got) >= 10 and all((r.hi, r.lo) == (r.hi2, r.lo2) for r in got)
+    assert isinstance(out.schema["hi"].dataType, LongType)
+
+    src_dir = tmp_path / "in"
+    src_dir.mkdir()
+    base = datetime.datetime(2024, 3, 1, tzinfo=datetime.timezone.utc)
+    events = [{"k": "ab"[i % 2], "ts": (base + datetime.timedelta(seconds=7 * i)).isoformat(),
+               "n": i % 4} for i in range(20)]
+    _write_file(str(src_dir), 0, events)
+    _write_file(str(src_dir), 1, [{"k": "end", "ts": "2030-01-01T00:00:00+00:00"}])
+    end_ms = int(datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc).timestamp() * 1000)
+    src = (spark.readStream.schema("k string, ts timestamp, n long")
+           .option("maxFilesPerTrigger", 1).json(str(src_dir))
+           .withWatermark("ts", "0 seconds").where(F.unix_millis(F.col("ts")) < end_ms)
+           .withColumn("ts2", F.col("ts")).withColumn("k2", F.col("k")))
+    out = sliding_aggregate(src, key="k", time="ts", window=tumbling("1 minute"),
+                            aggregations={**_key_time_aggs("ts", "k"),
+                                          **_key_time_aggs("ts2", "k2", "_copy")},
+                            order_by="n")
+    query = (out.writeStream.format("memory").queryName("swag_key_time")
+             .option("checkpointLocation", str(tmp_path / "ckpt")).outputMode("append")
+             .start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    table = spark.table("swag_key_time")
+    got = table.collect()
+    latest = {(r[0], r[1]): r[2] for r in table.select(
+        "k", F.unix_millis("window_start"), F.unix_millis("latest")).collect()}
+    spark.catalog.dropTempView("swag_key_time")
+    assert isinstance(out.schema["latest"].dataType, TimestampType)
+    assert len(got) == 6 and all(r[n] == r[f"{n}_copy"] for r in got for n in _KT), got
+    want: dict = {}
+    for e in events:  # by definition: the latest time of each key and minute
+        ms = int(datetime.datetime.fromisoformat(e["ts"]).timestamp() * 1000)
+        w = (e["k"], ms - ms % 60_000)
+        want[w] = max(want.get(w, ms), ms)
+    assert latest == want
 
 
 # ----------------------------------------------------------------------------- typed columns
@@ -163,11 +269,12 @@ def test_batch_typed_columns_round_trip_exactly(all_types):
     """Every value type through batch mode, both ways: the per-event rows give back the
     input rows exactly, and ``last`` of each column (typed or JSON aggregate) equals the
     event's own value: nulls stay nulls, NaN stays NaN, -0.0 stays -0.0, 64-bit integers are
-    exact, float stays float32, timestamps keep their microseconds."""
+    exact, float stays float32, timestamps keep their microseconds (``nulls="error"``: there
+    ``last`` takes null and NaN as values; the default skips them)."""
     names = [c for c in all_types.columns if c not in ("k", "t", "seq")]
     aggs = {f"last_{c}": {"fn": "last", "field": c} for c in names}
     out = sliding_aggregate(all_types, key="k", time="t", window=over(0), aggregations=aggs,
-                            order_by="seq")
+                            order_by="seq", nulls="error")
     assert [(f.name, f.dataType) for f in out.schema.fields[:len(all_types.columns)]] == \
         [(f.name, f.dataType) for f in all_types.schema.fields]
     assert [out.schema[f"last_{c}"].dataType for c in names] == \
@@ -249,15 +356,37 @@ def test_bad_columns_and_types_name_the_column(spark):
     with pytest.raises(ValueError, match="late_rows"):
         sliding_aggregate(df, key="key", time="t", window=tumbling(10), aggregations=agg,
                           late_rows="keep")
+    with pytest.raises(ValueError, match=r"watermark='5 s'.*batch"):
+        sliding_aggregate(df, key="key", time="t", window=tumbling(10), aggregations=agg,
+                          watermark="5 s")
 
 
 def test_bad_value_fails_the_job_with_key_and_field(spark):
     df = spark.createDataFrame([("k1", 1, 2.0), ("k2", 5, None)], "key string, t long, v double")
-    out = sliding_aggregate(df, key="key", time="t", window=tumbling(10),
+    out = sliding_aggregate(df, key="key", time="t", window=tumbling(10), nulls="error",
                             aggregations={"m": {"fn": "mean", "field": "v"}})
     with pytest.raises(Exception, match=r"(?s)BadEventError.*'k2'") as info:
         out.collect()
     assert "'v'" in str(info.value)
+
+
+def test_streaming_refuses_exchange_reuse(spark):
+    """With exchange reuse on, a second operator over the same input would never get a
+    watermark and emit nothing (tests/spark/test_multiple_transforms.py): refused up front."""
+    src = spark.readStream.format("rate").load().select(
+        F.lit("k").alias("key"), F.col("timestamp").alias("ts"), F.col("value").alias("v"))
+    key = "spark.sql.exchange.reuse"
+    old = spark.conf.get(key, None)
+    spark.conf.set(key, "true")
+    try:
+        with pytest.raises(SparkConfigError, match=r"exchange\.reuse=false.*'true'"):
+            sliding_aggregate(src, key="key", time="ts", window=tumbling("1 minute"),
+                              aggregations={"n": {"fn": "count"}}, watermark="10 seconds")
+    finally:
+        if old is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, old)
 
 
 def test_streaming_needs_the_rocksdb_state_store(spark, tmp_path):
