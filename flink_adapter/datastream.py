@@ -72,7 +72,7 @@ def _key_selector(key: str | Callable[[Any], Any], layout: OutputLayout
 
 
 def _query(window: Any, windows: Sequence[Any] | None, aggregations: Any,
-           allowed_lateness: Any) -> dict[str, Any]:
+           allowed_lateness: Any, nulls: str) -> dict[str, Any]:
     if (window is None) == (windows is None):
         raise ValueError("give exactly one of window=... or windows=[...]")
     if aggregations is None:
@@ -83,7 +83,8 @@ def _query(window: Any, windows: Sequence[Any] | None, aggregations: Any,
         aggs = {getattr(aggs, "name", None) or type(aggs).__name__: aggs}
     return {"windows": [normalize_window(w, f"windows[{i}]") for i, w in enumerate(specs)],
             "aggregations": aggs,
-            "allowed_lateness": duration_ms(allowed_lateness, "allowed_lateness")}
+            "allowed_lateness": duration_ms(allowed_lateness, "allowed_lateness"),
+            "nulls": nulls}
 
 
 def _with_watermarks(stream: DataStream, watermark: Any,
@@ -110,7 +111,7 @@ def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
                       key_type: TypeInformation | None = None,
                       output_types: Mapping[str, TypeInformation] | None = None,
                       max_cached_keys: int | None = None, with_late_output: bool = False,
-                      name: str = "swag") -> Any:
+                      name: str = "swag", nulls: str = "skip") -> Any:
     """Exact window aggregates per key over a ``DataStream``.
 
     Args:
@@ -139,13 +140,18 @@ def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
             (defaults: derived from the input ``Row`` type, else ``PICKLED_BYTE_ARRAY``).
         max_cached_keys: bound of the per-task structure cache.
         with_late_output: return :class:`Aggregated` ``(rows, late)`` instead of the rows.
+        nulls: ``"skip"`` (default, as Flink SQL): the built-in aggregations leave out null
+            (``None``) and NaN values of their field, and give null for a window without
+            any other; ``count`` of a field counts the other values. ``"error"``: a null or
+            NaN value is bad input (``BadEventError`` naming the key and field). Custom
+            aggregations get every value as it is (``docs/adapters.md``, "Missing values").
 
     Returns:
         A ``DataStream`` of ``Row`` with declared ``Types.ROW_NAMED`` fields ``window, key,
         start, end`` (per-event windows: ``window, key, time, event``) and the aggregates;
         times in integer ms. Each window is emitted once, when final.
     """
-    query = _query(window, windows, aggregations, allowed_lateness)
+    query = _query(window, windows, aggregations, allowed_lateness, nulls)
     parsed = parse_query(query)
     WindowDriver(parsed, algorithm=algorithm)  # validate now: errors name the bad field
     if time is not None and not (isinstance(time, str) or callable(time)):

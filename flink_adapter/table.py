@@ -26,10 +26,12 @@ def sliding_aggregate_table(table: Table, *, key: str, aggregations: Mapping[str
                             window: Any = None, windows: Sequence[Any] | None = None,
                             time: str | Callable[[Any], Any] | None = None,
                             watermark: Any = None, allowed_lateness: Any = 0,
-                            t_env: Any = None, **options: Any) -> Table:
+                            nulls: str = "skip", t_env: Any = None, **options: Any) -> Table:
     """Exact window aggregates per ``key`` column of a ``Table`` (arguments as
     :func:`flink_adapter.sliding_aggregate`; ``time`` defaults to the table's rowtime
-    attribute; a ``TIMESTAMP`` column named by ``time`` is read as UTC).
+    attribute; a ``TIMESTAMP`` column named by ``time`` is read as UTC). ``nulls`` as there:
+    with ``"skip"`` (default, as Flink SQL) SQL nulls and NaN of a column are left out, and
+    an aggregate of a window without any other value is ``NULL``.
 
     ``t_env`` is the table's ``StreamTableEnvironment`` (default: the one the table was
     made in). Returns a ``Table`` with columns ``window`` (INT), ``key``, ``start``/``end``
@@ -39,7 +41,7 @@ def sliding_aggregate_table(table: Table, *, key: str, aggregations: Mapping[str
     stream = env.to_data_stream(table)
     rows = sliding_aggregate(stream, key=key, aggregations=aggregations, window=window,
                              windows=windows, time=time, watermark=watermark,
-                             allowed_lateness=allowed_lateness, **options)
+                             allowed_lateness=allowed_lateness, nulls=nulls, **options)
     out = env.from_data_stream(rows)
     names = [n for n in rows.get_type().get_field_names() if n != "event"]
     return out.select(*[

@@ -3,7 +3,8 @@
 All scenarios of a run share one job and one keyed operator: an element's key is
 ``json.dumps([scenario index, key])``, and :class:`CorpusFunction` (a
 :class:`flink_adapter.SwagProcessFunction`) serves each scenario's keys with that scenario's
-own driver (:meth:`driver_for`); everything else (state, timers, late output, watermark
+own driver (:meth:`driver_for`, built from the scenario's whole query dict, so its
+``nulls`` and ``algorithm`` apply); everything else (state, timers, late output, watermark
 mapping) is the adapter's code. Elements are ``Row(key, time, value, mark)``: the raw
 scenario time and value travel pickled, so bad times and values reach the driver as they
 are.

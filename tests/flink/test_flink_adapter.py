@@ -86,12 +86,61 @@ def test_real_watermarks_timers_and_types(flink_env: Any) -> None:
     assert diff is None, diff
 
 
+NULLABLE = Types.ROW_NAMED(["k", "t", "n", "x"],
+                           [Types.STRING(), Types.LONG(), Types.LONG(), Types.DOUBLE()])
+NULL_AGGS = {"cnt": {"fn": "count"}, "n_n": {"fn": "count", "field": "n"},
+             "total_n": {"fn": "sum", "field": "n"}, "max_n": {"fn": "max", "field": "n"},
+             "mean_x": {"fn": "mean", "field": "x"}, "min_x": {"fn": "min", "field": "x"},
+             "last_x": {"fn": "last", "field": "x"}, "sum_x": {"fn": "sum", "field": "x"}}
+
+
+def test_nulls_skipped_by_default_with_typed_null_results(flink_env: Any) -> None:
+    """Null LONG and DOUBLE fields and NaN reach the driver as missing values (the default
+    ``nulls="skip"``): rows equal the oracle's, collected straight from the declared
+    ``Row`` type, and a window whose field has no value gives typed nulls (``count`` of the
+    field 0)."""
+    nan = float("nan")
+    events = [("a", 5, 2, None), ("a", 10, 4, 0.5), ("a", 20, None, nan),
+              ("b", 30, None, None), ("b", 40, 7, 1.25), ("a", 120, None, nan),
+              ("a", 150, None, None)]
+    env = flink_env(streaming=True)
+    stream = env.from_collection([Row(*e) for e in events], NULLABLE)
+    rows = fa.sliding_aggregate(stream, key="k", time="t", watermark=0,
+                                window=fa.tumbling(100), aggregations=NULL_AGGS)
+    row_type = rows.get_type()
+    names = row_type.get_field_names()
+    types = dict(zip(names, row_type.get_field_types()))
+    assert types["total_n"] == Types.LONG() and types["max_n"] == Types.LONG()
+    assert types["mean_x"] == Types.DOUBLE() and types["sum_x"] == Types.DOUBLE()
+    got = [dict(zip(names, r)) for r in rows.execute_and_collect()]
+    empty = [d for d in got if d["key"] == "a" and d["start"] == 100]
+    assert empty == [{"window": 0, "key": "a", "start": 100, "end": 200, "cnt": 2, "n_n": 0,
+                      "total_n": None, "max_n": None, "mean_x": None, "min_x": None,
+                      "last_x": None, "sum_x": None}], got
+    scenario = {"query": {"windows": [{"kind": "tumbling", "size": 100}],
+                          "aggregations": NULL_AGGS},
+                "steps": [{"events": [[k, t, {"k": k, "t": t, "n": n, "x": x}]
+                                      for k, t, n, x in events]}, {"watermark": "end"}]}
+    diff = compare(expected(scenario), {"rows": got, "late": {}})
+    assert diff is None, diff
+
+
+def test_nulls_option_is_checked_when_built(flink_env: Any) -> None:
+    env = flink_env(streaming=True)
+    stream = env.from_collection([Row("a", 1, 1, 1.0)], NULLABLE)
+    with pytest.raises(fa.QuerySpecError, match="nulls"):
+        fa.sliding_aggregate(stream, key="k", time="t", window=fa.tumbling(100),
+                             aggregations=NULL_AGGS, nulls="drop")
+
+
 def test_bad_input_names_key_and_field(flink_env: Any) -> None:
+    """``nulls="error"``: a null value is bad input, named by key and field."""
     env = flink_env(streaming=True)
     data = [Row("LAX", 10, 1.0), Row("LAX", 20, None)]
     stream = env.from_collection(data, INPUT)
     rows = fa.sliding_aggregate(stream, key="k", time="t", window=fa.tumbling(100),
-                                aggregations={"mean_v": {"fn": "mean", "field": "v"}})
+                                aggregations={"mean_v": {"fn": "mean", "field": "v"}},
+                                nulls="error")
     with pytest.raises(Exception) as info:
         list(rows.execute_and_collect())
     text = str(info.value)
@@ -99,8 +148,9 @@ def test_bad_input_names_key_and_field(flink_env: Any) -> None:
 
 
 def test_table_in_table_out_with_timestamps(flink_env: Any) -> None:
-    """A table with a ``TIMESTAMP(3)`` column in; a table with ``TIMESTAMP_LTZ(3)`` window
-    bounds and typed aggregates out, equal to the oracle's rows."""
+    """A table with a ``TIMESTAMP(3)`` column and SQL NULLs in; a table with
+    ``TIMESTAMP_LTZ(3)`` window bounds and typed aggregates out, equal to the oracle's rows
+    (``LGA``'s later windows hold only a NULL delay: NULL aggregates, ``n_delay`` 0)."""
     import datetime as dt
 
     from pyflink.table import DataTypes, StreamTableEnvironment
@@ -111,7 +161,7 @@ def test_table_in_table_out_with_timestamps(flink_env: Any) -> None:
     t_env.get_config().set_local_timezone("UTC")
     epoch = dt.datetime(2013, 1, 1)
     events = [("JFK", 0, 5), ("JFK", 70, 9), ("LGA", 30, 2), ("JFK", 130, -1),
-              ("JFK", 130, 4)]
+              ("JFK", 130, 4), ("JFK", 150, None), ("LGA", 200, None)]
     table = t_env.from_elements(
         [(k, epoch + dt.timedelta(minutes=m), d) for k, m, d in events],
         DataTypes.ROW([DataTypes.FIELD("origin", DataTypes.STRING()),
@@ -120,12 +170,13 @@ def test_table_in_table_out_with_timestamps(flink_env: Any) -> None:
     out = fa.sliding_aggregate_table(
         table, key="origin", time="dep", window=fa.sliding("2 hours", "1 hour"),
         aggregations={"worst": {"fn": "max", "field": "delay"}, "n": {"fn": "count"},
-                      "total": {"fn": "sum", "field": "delay"}})
+                      "total": {"fn": "sum", "field": "delay"},
+                      "n_delay": {"fn": "count", "field": "delay"}})
     schema = str(out.get_resolved_schema())  # Flink's "(`window` INT, ...)" text
     for column in ("`start` TIMESTAMP_LTZ(3)", "`end` TIMESTAMP_LTZ(3)", "`worst` BIGINT",
-                   "`n` BIGINT", "`total` BIGINT", "`key` STRING"):
+                   "`n` BIGINT", "`total` BIGINT", "`n_delay` BIGINT", "`key` STRING"):
         assert column in schema, schema
-    names = ["window", "key", "start", "end", "worst", "n", "total"]
+    names = ["window", "key", "start", "end", "worst", "n", "total", "n_delay"]
     assert schema.index("`window`") < schema.index("`total`")
     utc_epoch = epoch.replace(tzinfo=dt.timezone.utc)
     # PyFlink 2.3 cannot collect TIMESTAMP_LTZ values into Python (its pickler fails on
@@ -144,9 +195,11 @@ def test_table_in_table_out_with_timestamps(flink_env: Any) -> None:
                                        "slide": 3_600_000}],
                           "aggregations": {"worst": {"fn": "max", "field": "delay"},
                                            "n": {"fn": "count"},
-                                           "total": {"fn": "sum", "field": "delay"}}},
+                                           "total": {"fn": "sum", "field": "delay"},
+                                           "n_delay": {"fn": "count", "field": "delay"}}},
                 "steps": [{"events": [[k, m * 60_000, {"delay": d}] for k, m, d in events]},
                           {"watermark": "end"}]}
+    assert [d["worst"] for d in got if d["key"] == "LGA" and d["n_delay"] == 0] == [None] * 2
     diff = compare(expected(scenario), {"rows": got, "late": {}})
     assert diff is None, diff
 
