@@ -6,7 +6,7 @@ VENVS := .venvs
 PYTEST_FLAGS ?= -n 2
 ENGINE_SUITES := tests/core tests/adapters tests/conformance
 
-.PHONY: main test test-core test-spark test-beam test-engine-core lint bench venvs \
+.PHONY: main test test-core test-spark test-beam test-flink test-engine-core lint bench venvs \
         check-java clean-venvs
 
 # ---- virtual environments: one per engine, each with the project installed editable ----
@@ -19,7 +19,8 @@ $(VENVS)/%/.installed: requirements/%.txt pyproject.toml setup.py adapters/_batc
 	$(VENVS)/$*/bin/python -m pip install -q --no-deps -e .
 	touch $@
 
-venvs: $(VENVS)/core/.installed $(VENVS)/spark/.installed $(VENVS)/beam/.installed
+venvs: $(VENVS)/core/.installed $(VENVS)/spark/.installed $(VENVS)/beam/.installed \
+       $(VENVS)/flink/.installed
 
 check-java:
 	@scripts/check_java.sh
@@ -29,7 +30,7 @@ main: check-java $(VENVS)/spark/.installed
 	$(VENVS)/spark/bin/python examples/spark_flights.py
 
 # ---- tests: everything CI runs ----
-test: lint test-core test-spark test-beam
+test: lint test-core test-spark test-beam test-flink
 
 test-core: $(VENVS)/core/.installed
 	$(VENVS)/core/bin/python -m pytest $(ENGINE_SUITES) $(PYTEST_FLAGS)
@@ -44,15 +45,23 @@ test-beam: $(VENVS)/beam/.installed
 	HYPOTHESIS_PROFILE=quick $(VENVS)/beam/bin/python -m pytest $(ENGINE_SUITES) $(PYTEST_FLAGS)
 	$(VENVS)/beam/bin/python -m pytest tests/beam $(PYTEST_FLAGS)
 
+# Flink: one job per conformance mode (a PyFlink job costs ~15-20 s), serially: the jobs
+# share one JVM per pytest process.
+test-flink: check-java $(VENVS)/flink/.installed
+	HYPOTHESIS_PROFILE=quick $(VENVS)/flink/bin/python -m pytest $(ENGINE_SUITES) $(PYTEST_FLAGS)
+	$(VENVS)/flink/bin/python -m pytest tests/flink -p no:warnings
+
 lint: $(VENVS)/core/.installed
 	$(VENVS)/core/bin/ruff check .
 	$(VENVS)/core/bin/mypy
 
 # ---- benchmarks (write benchmarks/results/*.json and docs/benchmarks.md) ----
-bench: $(VENVS)/core/.installed check-java $(VENVS)/spark/.installed $(VENVS)/beam/.installed
+bench: $(VENVS)/core/.installed check-java $(VENVS)/spark/.installed $(VENVS)/beam/.installed \
+       $(VENVS)/flink/.installed
 	$(VENVS)/core/bin/python -m benchmarks core_rounds core_bulk driver
 	$(VENVS)/spark/bin/python -m benchmarks spark_windows
 	$(VENVS)/beam/bin/python -m benchmarks beam_windows
+	$(VENVS)/flink/bin/python -m benchmarks flink_windows
 
 clean-venvs:
 	rm -rf $(VENVS)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails early, with a clear message, when no Java 17+ runtime is available for the embedded
-# Spark (PySpark 4.x needs Java 17 or 21). Run before any Spark job or test.
+# Spark and Flink (PySpark 4.x and PyFlink 2.3 need Java 17+). Run before any engine job or test.
 set -euo pipefail
 hint="install one, e.g. 'sudo apt-get install openjdk-17-jre-headless' (Debian/Ubuntu) or
 'brew install openjdk@17' (macOS), or point JAVA_HOME at an existing JDK/JRE 17+"
@@ -9,7 +9,7 @@ if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
 elif command -v java >/dev/null 2>&1; then
   java="$(command -v java)"
 else
-  echo "swag: Spark needs Java 17+, but no 'java' was found (JAVA_HOME unset, none on PATH);" >&2
+  echo "swag: Spark and Flink need Java 17+, but no 'java' was found (JAVA_HOME unset, none on PATH);" >&2
   echo "$hint" >&2
   exit 1
 fi
@@ -22,11 +22,11 @@ case "$ver" in
 esac
 if ! [[ "$major" =~ ^[0-9]+$ ]]; then
   echo "swag: could not read the Java version from '$java -version' (got: '$line');" >&2
-  echo "Spark needs Java 17+: $hint" >&2
+  echo "Spark and Flink need Java 17+: $hint" >&2
   exit 1
 fi
 if [ "$major" -lt 17 ]; then
-  echo "swag: Spark needs Java 17+, but $java is Java $major ($ver);" >&2
+  echo "swag: Spark and Flink need Java 17+, but $java is Java $major ($ver);" >&2
   echo "$hint" >&2
   exit 1
 fi

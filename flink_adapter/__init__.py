@@ -1,0 +1,35 @@
+"""flink_adapter: exact sliding-window aggregation for PyFlink, on the DataStream and Table
+APIs.
+
+>>> from flink_adapter import sliding_aggregate, sliding
+>>> rows = sliding_aggregate(flights, key="origin", time="dep_ms", watermark="1 minute",
+...                          window=sliding("1 hour", "10 minutes"),
+...                          aggregations={"worst": {"fn": "max", "field": "delay"}})
+
+A ``KeyedProcessFunction`` with event-time timers and Flink managed keyed state drives
+:class:`adapters.WindowDriver`, which does all the deciding; see ``docs/flink.md``.
+"""
+
+from adapters import BadEventError, QuerySpecError
+from adapters.windows import count_window, over, sliding, tumbling
+
+from .datastream import LATE_TAG_NAME, Aggregated, sliding_aggregate
+from .function import METRICS_GROUP, SwagProcessFunction
+from .state import FlinkKeyState
+from .table import sliding_aggregate_table
+
+__all__ = [
+    "LATE_TAG_NAME",
+    "METRICS_GROUP",
+    "Aggregated",
+    "BadEventError",
+    "FlinkKeyState",
+    "QuerySpecError",
+    "SwagProcessFunction",
+    "count_window",
+    "over",
+    "sliding",
+    "sliding_aggregate",
+    "sliding_aggregate_table",
+    "tumbling",
+]

@@ -1,0 +1,262 @@
+"""Flink types of the adapter's output, and the value conversions between Flink rows and the
+driver's plain Python values.
+
+The driver sees each event value as a plain ``dict`` (a ``Row`` input: its fields, with
+``TIMESTAMP``/``TIMESTAMP_LTZ`` fields as integer ms, which the state codec can store). Its
+output rows (dicts) leave as ``Row`` objects of the declared ``Types.ROW_NAMED``:
+``window, key, start, end`` for ``[start, end)`` windows, ``time, event`` for per-event
+(OVER) windows (both groups when a query mixes kinds; the other group's columns are null),
+then one column per aggregation.
+
+Aggregate types follow the input column types (:func:`aggregate_type`); where they cannot
+(a custom aggregation without ``output_types``, a column of unknown type) the column is
+``Types.PICKLED_BYTE_ARRAY()``: the Python value itself, which Python operators downstream
+read as is. :class:`OutputLayout` holds only plain data, so the process function that
+carries it pickles without Java objects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyflink.common import Row, Types
+from pyflink.common.typeinfo import BasicTypeInfo, ExternalTypeInfo, RowTypeInfo, TypeInformation
+
+from adapters import BadEventError
+from adapters.specs import AggSpec, Query, get_field
+
+from . import _time
+
+RANGE_COLUMNS = ("window", "key", "start", "end")
+EVENT_COLUMNS = ("time", "event")
+_EPOCH = _dt.datetime(1970, 1, 1)
+
+
+def plain_type(t: TypeInformation | None) -> TypeInformation | None:
+    """``t`` without the ``ExternalTypeInfo`` wrapper of streams made from tables."""
+    while isinstance(t, ExternalTypeInfo):
+        t = t._type_info
+    return t
+
+
+def _basic(t: TypeInformation | None) -> str | None:
+    """The basic type name (``"LONG"``, ``"DOUBLE"``...) of ``t``, or ``None``."""
+    if isinstance(t, BasicTypeInfo):
+        return str(t._basic_type.name)
+    return None
+
+
+def is_integral(t: TypeInformation | None) -> bool:
+    return _basic(t) in ("BYTE", "SHORT", "INT", "LONG", "BIG_INT")
+
+
+def is_floating(t: TypeInformation | None) -> bool:
+    return _basic(t) in ("FLOAT", "DOUBLE")
+
+
+def time_kind(t: TypeInformation | None) -> str | None:
+    """``"local"`` for ``SQL_TIMESTAMP``/``LOCAL_DATE_TIME`` (naive ``datetime``, read as
+    UTC), ``"instant"`` for ``INSTANT`` (``TIMESTAMP_LTZ``), else ``None``."""
+    name = type(t).__name__
+    if name == "TimestampTypeInfo":
+        return "local"
+    kind = getattr(t, "_time_type", None)
+    if name == "LocalTimeTypeInfo" and kind is not None and kind.name == "LOCAL_DATE_TIME":
+        return "local"
+    if name == "InstantTypeInfo":
+        return "instant"
+    return None
+
+
+def from_ms(ms: Any, kind: str | None) -> Any:
+    """The inverse of :func:`flink_adapter._time.to_ms` for a column of ``kind``."""
+    if ms is None or kind is None or not isinstance(ms, int):
+        return ms
+    if kind == "instant":
+        from pyflink.common.time import Instant
+        return Instant.of_epoch_milli(ms)
+    return _EPOCH + _dt.timedelta(milliseconds=ms)
+
+
+def aggregate_type(spec: AggSpec, raw: Any, fields: Mapping[str, TypeInformation],
+                   row_type: TypeInformation | None,
+                   output_types: Mapping[str, TypeInformation]) -> TypeInformation:
+    """The Flink type of output column ``spec.name`` given the input field types
+    (``fields``; empty when unknown) and the type of a whole event value (``row_type``)."""
+    if spec.name in output_types:
+        return output_types[spec.name]
+    pickled = Types.PICKLED_BYTE_ARRAY()
+    fn = spec.fn
+    if fn is None:
+        return pickled
+    if fn == "count":
+        return Types.LONG()
+    if fn in ("mean", "variance", "stddev", "geomean"):
+        return Types.DOUBLE()
+    if fn == "bloom":
+        return Types.PRIMITIVE_ARRAY(Types.BYTE())
+    if fn in ("argmin", "argmax"):
+        result = raw.get("result") if isinstance(raw, Mapping) else None
+        if result is None:
+            return row_type if row_type is not None else pickled
+        return fields.get(result, pickled)
+    ft = fields.get(spec.field) if spec.field is not None else None
+    if ft is None:
+        return pickled
+    if fn == "sum":
+        return Types.LONG() if is_integral(ft) else Types.DOUBLE() if is_floating(ft) else pickled
+    if fn in ("min", "max", "first", "last"):
+        return ft
+    if fn == "collect":
+        return Types.LIST(ft) if time_kind(ft) is None else pickled
+    if fn in ("mincount", "maxcount"):
+        return Types.ROW_NAMED(["value", "count"], [ft, Types.LONG()])
+    return pickled
+
+
+@dataclass
+class OutputLayout:
+    """How values cross between Flink and the driver (plain data: it is pickled with the
+    process function).
+
+    * ``value_field``: the driver's value is this field of the element (``None``: the whole
+      element; a ``Row`` becomes a ``dict`` of its declared fields);
+    * ``input_fields``: the input ``Row``'s field names (when known), ``time_fields`` those
+      holding timestamps (``name -> kind``);
+    * ``columns``: the output column names in order; ``converters``: output column ->
+      how a driver value becomes the Flink value (``"row"``, ``"pair"``, ``"bytes"``, or
+      ``"time:<kind>"``).
+    """
+
+    columns: tuple[str, ...]
+    value_field: str | None = None
+    input_fields: tuple[str, ...] | None = None
+    time_fields: dict[str, str] = field(default_factory=dict)
+    converters: dict[str, str] = field(default_factory=dict)
+
+    def read(self, value: Any, name: str) -> Any:
+        """Field ``name`` of an input element. Rows built positionally (as Python operators
+        pass them on) carry no field names: they are read by the declared position."""
+        names = self.input_fields
+        if names is not None and isinstance(value, (Row, tuple)) and name in names:
+            return value[names.index(name)]
+        return get_field(value, name)
+
+    def to_driver(self, key: Any, value: Any) -> Any:
+        """The driver's value for an input element."""
+        if self.value_field is not None:
+            try:
+                return self.read(value, self.value_field)
+            except (KeyError, ValueError, IndexError):
+                raise BadEventError(f"key {key!r}: the element has no value field "
+                                    f"{self.value_field!r}: {value!r:.100}", key=key,
+                                    field=self.value_field) from None
+        if isinstance(value, Row):
+            names = self.input_fields
+            if names is None:
+                try:
+                    return value.as_dict()
+                except (TypeError, AttributeError):
+                    return value
+            out = dict(zip(names, value))
+            for name in self.time_fields:
+                # A bad time field is left as is: the aggregation reading it reports it.
+                with contextlib.suppress(KeyError, ValueError):
+                    out[name] = _time.to_ms(out[name])
+            return out
+        return value
+
+    def _convert(self, how: str | None, x: Any) -> Any:
+        if how is None or x is None:
+            return x
+        if how == "row" and isinstance(x, dict) and self.input_fields is not None:
+            return Row(*[from_ms(x.get(n), self.time_fields.get(n)) for n in self.input_fields])
+        if how == "pair":
+            return Row(x[0], x[1])
+        if how == "bytes":
+            return x.to_bytes() if hasattr(x, "to_bytes") else bytes(x)
+        if how.startswith("time:"):
+            return from_ms(x, how[5:])
+        return x
+
+    def to_row(self, row: dict[str, Any]) -> Row:
+        """A driver row as a Flink ``Row`` in the declared column order."""
+        convert = self._convert
+        conv = self.converters
+        out = Row(*[convert(conv.get(c), row.get(c)) for c in self.columns])
+        out.set_field_names(list(self.columns))
+        return out
+
+
+def layout_and_type(query: Query, raw_aggs: Mapping[str, Any], key_type: TypeInformation,
+                    input_type: TypeInformation | None, value_field: str | None,
+                    output_types: Mapping[str, TypeInformation]
+                    ) -> tuple[OutputLayout, TypeInformation]:
+    """The :class:`OutputLayout` and the declared ``Types.ROW_NAMED`` of the output."""
+    fields: dict[str, TypeInformation] = {}
+    names: tuple[str, ...] | None = None
+    time_fields: dict[str, str] = {}
+    row_type: TypeInformation | None = None
+    input_type = plain_type(input_type)
+    if isinstance(input_type, RowTypeInfo):
+        names = tuple(input_type.get_field_names())
+        if value_field is None:
+            fields = dict(zip(names, input_type.get_field_types()))
+            row_type = input_type
+        else:
+            inner = dict(zip(names, input_type.get_field_types())).get(value_field)
+            row_type = inner
+            if isinstance(inner, RowTypeInfo):
+                fields = dict(zip(inner.get_field_names(), inner.get_field_types()))
+        time_fields = {n: k for n, t in fields.items() if (k := time_kind(t)) is not None}
+    kinds = {type(w).__name__ for w in query.windows}
+    columns: list[str] = ["window", "key"]
+    types: list[TypeInformation] = [Types.INT(), key_type]
+    if kinds - {"OverWindow"}:
+        columns += ["start", "end"]
+        types += [Types.LONG(), Types.LONG()]
+    converters: dict[str, str] = {}
+    if "OverWindow" in kinds:
+        # The event travels as the driver's plain value (a dict for Row input): PyFlink
+        # 2.3's execute_and_collect fails on a Row nested in a Row's field.
+        columns += ["time", "event"]
+        types += [Types.LONG(), Types.PICKLED_BYTE_ARRAY()]
+    for spec in query.aggregations:
+        t = aggregate_type(spec, raw_aggs.get(spec.name), fields, row_type
+                           if value_field is None else None, output_types)
+        columns.append(spec.name)
+        types.append(t)
+        if spec.fn in ("mincount", "maxcount") and isinstance(t, RowTypeInfo):
+            converters[spec.name] = "pair"
+        elif spec.fn == "bloom":
+            converters[spec.name] = "bytes"
+        elif t is row_type and row_type is not None:
+            converters[spec.name] = "row"
+        elif (kind := time_kind(t)) is not None:
+            converters[spec.name] = f"time:{kind}"
+    layout = OutputLayout(columns=tuple(columns), value_field=value_field,
+                          input_fields=names,
+                          time_fields=time_fields if value_field is None else {},
+                          converters=converters)
+    return layout, Types.ROW_NAMED(columns, types)
+
+
+def key_type_of(key: str | Callable[[Any], Any], input_type: TypeInformation | None,
+                given: TypeInformation | None) -> TypeInformation:
+    """The declared key type: ``given``, else the key field's type, else pickled."""
+    if given is not None:
+        return given
+    input_type = plain_type(input_type)
+    if isinstance(key, str) and isinstance(input_type, RowTypeInfo):
+        types = dict(zip(input_type.get_field_names(), input_type.get_field_types()))
+        if key in types:
+            return types[key]
+    return Types.PICKLED_BYTE_ARRAY()
+
+
+__all__ = ["EVENT_COLUMNS", "RANGE_COLUMNS", "OutputLayout", "aggregate_type", "from_ms",
+           "key_type_of", "layout_and_type", "plain_type", "time_kind"]

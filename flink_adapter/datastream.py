@@ -1,0 +1,175 @@
+"""``sliding_aggregate``: exact sliding, tumbling, per-event (OVER), count and policy windows
+over a PyFlink ``DataStream``, as one keyed process function.
+
+The function only translates; :class:`adapters.WindowDriver` decides (lateness, release,
+emission, eviction, state layout). See ``docs/flink.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from pyflink.common import Duration, Types
+from pyflink.common.typeinfo import TypeInformation
+from pyflink.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
+from pyflink.datastream import DataStream, OutputTag
+
+from adapters import BadEventError, WindowDriver, parse_query
+from adapters.windows import duration_ms, normalize_window
+
+from . import _time
+from ._types import OutputLayout, key_type_of, layout_and_type
+from .function import SwagProcessFunction
+
+#: Name of the late-events side output.
+LATE_TAG_NAME = "swag-late"
+
+
+class Aggregated(NamedTuple):
+    """``rows``: the output ``DataStream`` of ``Row``; ``late``: the late input elements
+    (side output ``swag-late``, same type as the input)."""
+
+    rows: DataStream
+    late: DataStream
+
+
+class _FieldTimestamps(TimestampAssigner):
+    # ``read``: the layout's field reader (rows may carry no field names).
+    """Flink record timestamps from the ``time`` field or function (integer ms,
+    ``datetime`` or ``Instant``). An element whose time cannot be read gets
+    ``Long.MIN_VALUE``: it holds no watermark back, and the process function, which reads the
+    time again, rejects it with an error naming the field."""
+
+    def __init__(self, time: str | Callable[[Any], Any], layout: OutputLayout) -> None:
+        self._time = time
+        self._layout = layout
+
+    def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+        try:
+            t = (self._layout.read(value, self._time) if isinstance(self._time, str)
+                 else self._time(value))
+            t = _time.to_ms(t)
+        except Exception:
+            return _time.LONG_MIN
+        return t if type(t) is int else _time.LONG_MIN
+
+
+def _key_selector(key: str | Callable[[Any], Any], layout: OutputLayout
+                  ) -> Callable[[Any], Any]:
+    if callable(key):
+        return key
+    name = key
+    read = layout.read
+
+    def by_field(value: Any) -> Any:
+        try:
+            return read(value, name)
+        except (KeyError, ValueError, IndexError):
+            raise BadEventError(f"the element has no key field {name!r}: {value!r:.100}",
+                                field=name) from None
+    return by_field
+
+
+def _query(window: Any, windows: Sequence[Any] | None, aggregations: Any,
+           allowed_lateness: Any, nulls: str) -> dict[str, Any]:
+    if (window is None) == (windows is None):
+        raise ValueError("give exactly one of window=... or windows=[...]")
+    if aggregations is None:
+        raise ValueError("aggregations=... is required")
+    specs = [window] if windows is None else list(windows)
+    aggs = dict(aggregations) if isinstance(aggregations, Mapping) else aggregations
+    if not isinstance(aggs, Mapping):
+        aggs = {getattr(aggs, "name", None) or type(aggs).__name__: aggs}
+    return {"windows": [normalize_window(w, f"windows[{i}]") for i, w in enumerate(specs)],
+            "aggregations": aggs,
+            "allowed_lateness": duration_ms(allowed_lateness, "allowed_lateness"),
+            "nulls": nulls}
+
+
+def _with_watermarks(stream: DataStream, watermark: Any,
+                     time: str | Callable[[Any], Any] | None, layout: OutputLayout
+                     ) -> DataStream:
+    if watermark is None:
+        return stream
+    if isinstance(watermark, WatermarkStrategy):
+        strategy = watermark
+    else:
+        bound = duration_ms(watermark, "watermark")
+        strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(bound))
+    if time is not None:
+        strategy = strategy.with_timestamp_assigner(_FieldTimestamps(time, layout))
+    return stream.assign_timestamps_and_watermarks(strategy)
+
+
+def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
+                      aggregations: Mapping[str, Any] | Any, window: Any = None,
+                      windows: Sequence[Any] | None = None,
+                      time: str | Callable[[Any], Any] | None = None,
+                      value: str | None = None, watermark: Any = None,
+                      allowed_lateness: Any = 0, algorithm: str | None = None,
+                      key_type: TypeInformation | None = None,
+                      output_types: Mapping[str, TypeInformation] | None = None,
+                      max_cached_keys: int | None = None, with_late_output: bool = False,
+                      name: str = "swag", nulls: str = "skip") -> Any:
+    """Exact window aggregates per key over a ``DataStream``.
+
+    Args:
+        stream: the input; elements are ``Row`` objects (or anything ``key``/``time``/the
+            aggregations can read: ``value[field]`` or ``value.field``).
+        key: the key field name, or a function ``element -> key`` (give ``key_type``).
+        window / windows: one window spec or a list (rows carry ``window``, the index):
+            :func:`sliding`, :func:`tumbling`, :func:`over`, :func:`count_window`, dicts or
+            ``adapters`` spec objects; durations in integer ms, ``timedelta`` or strings
+            such as ``"1 hour"``.
+        aggregations: ``{output: spec}``: built-ins (``{"fn": "max", "field": "delay"}``),
+            a ``swag_core.Aggregation``, a ``(field, aggregation)`` pair, or a PyFlink
+            ``AggregateFunction`` (its ``merge`` must be associative).
+        time: ``None``: the element's Flink timestamp; or a field name / function giving
+            integer ms, a ``datetime`` (naive: UTC) or an ``Instant``.
+        value: the field holding the event value the aggregations read (default: the whole
+            element; a named ``Row`` is read by field name).
+        watermark: ``None``: use the stream's own timestamps and watermarks; a duration:
+            ``WatermarkStrategy.for_bounded_out_of_orderness`` of that bound, with
+            timestamps from ``time``; or a ``WatermarkStrategy``.
+        allowed_lateness: L: an event older than ``watermark - L`` is late (side output
+            and counter ``swag.late_events``); windows are emitted once ``watermark - L``
+            has passed them.
+        algorithm: force a ``swag_core`` algorithm (default: the selection guide).
+        key_type, output_types: declared Flink types of the key and of aggregate columns
+            (defaults: derived from the input ``Row`` type, else ``PICKLED_BYTE_ARRAY``).
+        max_cached_keys: bound of the per-task structure cache.
+        with_late_output: return :class:`Aggregated` ``(rows, late)`` instead of the rows.
+        nulls: ``"skip"`` (default, as Flink SQL): the built-in aggregations leave out null
+            (``None``) and NaN values of their field, and give null for a window without
+            any other; ``count`` of a field counts the other values. ``"error"``: a null or
+            NaN value is bad input (``BadEventError`` naming the key and field). Custom
+            aggregations get every value as it is (``docs/adapters.md``, "Missing values").
+
+    Returns:
+        A ``DataStream`` of ``Row`` with declared ``Types.ROW_NAMED`` fields ``window, key,
+        start, end`` (per-event windows: ``window, key, time, event``) and the aggregates;
+        times in integer ms. Each window is emitted once, when final.
+    """
+    query = _query(window, windows, aggregations, allowed_lateness, nulls)
+    parsed = parse_query(query)
+    WindowDriver(parsed, algorithm=algorithm)  # validate now: errors name the bad field
+    if time is not None and not (isinstance(time, str) or callable(time)):
+        raise TypeError(f"time must be None, a field name or a function, got {time!r}")
+    input_type = stream.get_type()
+    ktype = key_type_of(key, input_type, key_type)
+    raw = query["aggregations"]
+    layout, out_type = layout_and_type(parsed, raw, ktype, input_type, value,
+                                       dict(output_types or {}))
+    late_tag = OutputTag(LATE_TAG_NAME, input_type or Types.PICKLED_BYTE_ARRAY())
+    fn = SwagProcessFunction(query, layout, LATE_TAG_NAME, time=time, algorithm=algorithm,
+                             max_cached_keys=max_cached_keys)
+    keyed = _with_watermarks(stream, watermark, time, layout).key_by(
+        _key_selector(key, layout), ktype)
+    rows = keyed.process(fn, out_type).name(name)
+    if with_late_output:
+        return Aggregated(rows, rows.get_side_output(late_tag))
+    return rows
+
+
+__all__ = ["LATE_TAG_NAME", "Aggregated", "sliding_aggregate"]

@@ -1,0 +1,164 @@
+"""The ``KeyedProcessFunction`` behind :func:`flink_adapter.sliding_aggregate`.
+
+It only translates between Flink and :class:`adapters.WindowDriver`:
+
+* ``process_element``: the event time (the element's timestamp, or the ``time`` field or
+  function) and the value go to ``driver.process`` with the operator's current watermark
+  (``W = wm + 1``, :mod:`flink_adapter._time`); late events go to the late ``OutputTag`` and
+  the ``swag.late_events`` counter.
+* **One live event-time timer per key**, kept at the driver's next timer ``N`` (registered at
+  ``N - 1``): its time is held in the ``swag_timer`` value state, so a new target deletes the
+  old registration first. A firing calls ``driver.advance_watermark`` with the current
+  watermark, which at the end of bounded input (or in batch execution, where each key's
+  timers fire after its elements) is ``Long.MAX_VALUE``: everything left is released at once.
+* State: :class:`flink_adapter.state.FlinkKeyState` over managed keyed state.
+
+Rows leave as ``Row`` objects in the declared output order (:mod:`flink_adapter._types`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
+
+from adapters import BadEventError, WindowDriver
+
+from . import _time
+from ._types import OutputLayout
+from .state import FlinkKeyState, log_descriptor, meta_descriptor, timer_descriptor
+
+#: Metric group of the adapter's counters (``late_events``, ``rows``).
+METRICS_GROUP = "swag"
+
+
+class SwagProcessFunction(KeyedProcessFunction):
+    """Exact window aggregates of one query, per key, over managed keyed state.
+
+    Args:
+        query: the driver's query dict (``adapters.parse_query`` form), already validated.
+        layout: how driver values and rows map to Flink ``Row`` objects.
+        late_tag: the id of the side output of late elements (the original input elements;
+            the Python side only needs the id, and a typed ``OutputTag`` holds Java objects
+            that cannot be pickled).
+        time: ``None`` (the element's timestamp), a field name, or a function
+            ``element -> time`` (int ms, ``datetime``, ``Instant``).
+        algorithm, max_cached_keys: passed to the driver.
+    """
+
+    def __init__(self, query: dict[str, Any], layout: OutputLayout, late_tag: str, *,
+                 time: str | Callable[[Any], Any] | None = None,
+                 algorithm: str | None = None, max_cached_keys: int | None = None) -> None:
+        self._query = query
+        self._layout = layout
+        self._late_tag_id = late_tag
+        self._time = time
+        self._algorithm = algorithm
+        self._max_cached_keys = max_cached_keys
+
+    # ------------------------------------------------------------------ lifecycle
+    def open(self, runtime_context: RuntimeContext) -> None:
+        time_field = self._time if isinstance(self._time, str) else "timestamp"
+        self._driver = WindowDriver(self._query, algorithm=self._algorithm,
+                                    max_cached_keys=self._max_cached_keys,
+                                    time_field=time_field)
+        self._state = FlinkKeyState(runtime_context.get_state(meta_descriptor()),
+                                    runtime_context.get_map_state(log_descriptor()))
+        self._timer = runtime_context.get_state(timer_descriptor())
+        self._late_tag = OutputTag(self._late_tag_id)
+        group = runtime_context.get_metrics_group().add_group(METRICS_GROUP)
+        self._late_counter = group.counter("late_events")
+        self._rows_counter = group.counter("rows")
+
+    # ------------------------------------------------------------------ element and timer
+    def process_element(self, value: Any, ctx: KeyedProcessFunction.Context) -> Iterator[Any]:
+        key = ctx.get_current_key()
+        driver, layout = self.driver_for(key)
+        time = self.event_time(key, value, ctx)
+        out = driver.process(key, ((time, layout.to_driver(key, value)),), self._state,
+                             watermark=self.watermark(ctx))
+        self._arm(ctx, out.next_timer, fired=False)
+        if out.late:
+            self._late_counter.inc(len(out.late))
+            yield self._late_tag, value
+        yield from self._emit(out.rows, layout)
+
+    def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext
+                 ) -> Iterator[Any]:
+        key = ctx.get_current_key()
+        w = self.watermark(ctx)
+        if w is None or w < timestamp + 1:
+            w = timestamp + 1  # the firing itself proves wm >= timestamp
+        yield from self.fire(ctx, key, w)
+
+    def fire(self, ctx: Any, key: Any, w: int | float) -> Iterator[Any]:
+        """Advance ``key`` to the driver watermark ``w`` (its armed timer is due) and emit."""
+        driver, layout = self.driver_for(key)
+        out = driver.advance_watermark(key, w, self._state)
+        self._arm(ctx, out.next_timer, fired=True)
+        return self._emit(out.rows, layout)
+
+    # ------------------------------------------------------------------ mappings
+    def driver_for(self, key: Any) -> tuple[WindowDriver, OutputLayout]:
+        """The driver and output layout serving ``key`` (one query: always the same)."""
+        return self._driver, self._layout
+
+    def watermark(self, ctx: Any) -> int | float | None:
+        """The driver's watermark for the operator's current Flink watermark."""
+        return _time.driver_watermark(ctx.timer_service().current_watermark())
+
+    def event_time(self, key: Any, value: Any, ctx: Any) -> Any:
+        """The event time of an input element, as the driver parses it."""
+        extractor = self._time
+        if extractor is None:
+            ts = ctx.timestamp()
+            if ts is None or ts <= _time.LONG_MIN:  # a record without a timestamp
+                raise BadEventError(
+                    f"key {key!r}: the element has no event timestamp; assign timestamps "
+                    f"(watermark=..., or assign_timestamps_and_watermarks) or pass "
+                    f"time=<field or function>", key=key, field="timestamp", time=None)
+            return ts
+        if isinstance(extractor, str):
+            try:
+                return _time.to_ms(self._layout.read(value, extractor))
+            except (KeyError, AttributeError, TypeError, IndexError):
+                raise BadEventError(f"key {key!r}: the element has no time field "
+                                    f"{extractor!r}: {value!r:.100}", key=key,
+                                    field=extractor) from None
+            except ValueError as exc:
+                raise BadEventError(f"key {key!r}: time field {extractor!r}: {exc}", key=key,
+                                    field=extractor) from None
+        try:
+            return _time.to_ms(extractor(value))
+        except BadEventError:
+            raise
+        except Exception as exc:
+            raise BadEventError(f"key {key!r}: the time function failed on {value!r:.100}: "
+                                f"{exc!r}", key=key, field="time") from exc
+
+    def _arm(self, ctx: Any, n: int | None, fired: bool) -> None:
+        """Keep the key's single event-time timer at the driver's next timer ``n``."""
+        target = _time.timer_for(n)
+        current = None if fired else self._timer.value()
+        if target == current:
+            return
+        service = ctx.timer_service()
+        if current is not None:
+            service.delete_event_time_timer(current)
+        if target is None:
+            self._timer.clear()
+        else:
+            service.register_event_time_timer(target)
+            self._timer.update(target)
+
+    def _emit(self, rows: list[dict[str, Any]], layout: OutputLayout) -> Iterator[Any]:
+        if not rows:
+            return
+        self._rows_counter.inc(len(rows))
+        to_row = layout.to_row
+        for row in rows:
+            yield to_row(row)
+
+
+__all__ = ["METRICS_GROUP", "SwagProcessFunction"]

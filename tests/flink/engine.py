@@ -1,0 +1,166 @@
+"""The conformance corpus through PyFlink, many scenarios per job (a job costs ~15-20 s).
+
+All scenarios of a run share one job and one keyed operator: an element's key is
+``json.dumps([scenario index, key])``, and :class:`CorpusFunction` (a
+:class:`flink_adapter.SwagProcessFunction`) serves each scenario's keys with that scenario's
+own driver (:meth:`driver_for`, built from the scenario's whole query dict, so its
+``nulls`` and ``algorithm`` apply); everything else (state, timers, late output, watermark
+mapping) is the adapter's code. Elements are ``Row(key, time, value, mark)``: the raw
+scenario time and value travel pickled, so bad times and values reach the driver as they
+are.
+
+* **Batch** (``RuntimeExecutionMode.BATCH``): every event, then the end of input; Flink
+  sorts each key's elements and fires its timers at ``Long.MAX_VALUE``. Runs the scenarios
+  whose result does not depend on the watermark steps (:func:`batch_eligible`).
+* **Streaming with marker watermarks** (``markers=True``): PyFlink 2.3 has no Python
+  ``WatermarkGenerator`` and emits watermarks periodically, so a scenario's exact watermark
+  steps cannot be reproduced with Flink watermarks. Each step ``W`` becomes a marker element
+  for every key of the scenario (in arrival order); :class:`CorpusFunction` takes the
+  scenario's watermark from the markers instead of ``current_watermark()`` and fires the
+  key's armed timer (from the adapter's ``swag_timer`` state) when the marker passes it.
+  This tests the adapter's mapping of watermarks and timers onto the driver, not Flink's
+  watermark propagation (``test_flink_adapter.py`` runs real watermarks).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pyflink.common import Row, Types
+from pyflink.datastream import StreamExecutionEnvironment
+
+from adapters import END_OF_INPUT, WindowDriver
+from flink_adapter import LATE_TAG_NAME
+from flink_adapter._types import OutputLayout
+from flink_adapter.function import SwagProcessFunction
+from tests.conformance.oracle import expected
+from tests.conformance.runner import compare
+
+INPUT = Types.ROW_NAMED(["key", "time", "value", "mark"],
+                        [Types.STRING(), Types.PICKLED_BYTE_ARRAY(),
+                         Types.PICKLED_BYTE_ARRAY(), Types.PICKLED_BYTE_ARRAY()])
+
+
+def batch_eligible(scenario: dict[str, Any]) -> bool:
+    """True when the expected result equals that of every event followed by the end of
+    input (what a batch run computes)."""
+    if scenario.get("expect_error"):
+        return True
+    events = [ev for step in scenario["steps"] for ev in step.get("events", ())]
+    as_batch = dict(scenario, steps=[{"events": events}, {"watermark": "end"}])
+    return compare(expected(scenario), expected(as_batch)) is None
+
+
+@dataclass
+class DictLayout(OutputLayout):
+    """Rows leave as the driver's dicts (scenarios differ in their columns)."""
+
+    def to_row(self, row: dict[str, Any]) -> Any:  # type: ignore[override]
+        return row
+
+
+class CorpusFunction(SwagProcessFunction):
+    """The adapter's function serving several scenarios, one driver each."""
+
+    def __init__(self, queries: list[dict[str, Any]], markers: bool) -> None:
+        super().__init__(queries[0], DictLayout(columns=(), value_field="value",
+                                                input_fields=tuple(INPUT.get_field_names())),
+                         LATE_TAG_NAME, time="time")
+        self._queries = queries
+        self._markers = markers
+
+    def open(self, runtime_context: Any) -> None:
+        super().open(runtime_context)
+        self._drivers = [WindowDriver(q, algorithm=q.get("algorithm"))
+                         for q in self._queries]
+        self._marks: dict[int, Any] = {}
+
+    def driver_for(self, key: Any) -> tuple[WindowDriver, OutputLayout]:
+        return self._drivers[json.loads(key)[0]], self._layout
+
+    def watermark(self, ctx: Any) -> Any:
+        if not self._markers:
+            return super().watermark(ctx)
+        return self._marks.get(json.loads(ctx.get_current_key())[0])
+
+    def process_element(self, value: Any, ctx: Any) -> Iterator[Any]:
+        if value[3] is None:
+            yield from super().process_element(value, ctx)
+            return
+        key = ctx.get_current_key()
+        index = json.loads(key)[0]
+        w = END_OF_INPUT if value[3] == "end" else value[3]
+        old = self._marks.get(index)
+        if old is None or w > old:
+            self._marks[index] = w
+        w = self._marks[index]
+        armed = self._timer.value()
+        # Flink fires a timer at T once its watermark wm >= T, i.e. W = wm + 1 > T.
+        if armed is not None and w > armed:
+            yield from self.fire(ctx, key, w)
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Iterator[Any]:
+        if not self._markers:
+            yield from super().on_timer(timestamp, ctx)
+        # With markers, Flink's own end-of-input watermark must not release anything the
+        # scenario's watermarks did not: the markers fired every due timer.
+
+
+def _elements(scenarios: list[dict[str, Any]], markers: bool) -> list[tuple[Any, ...]]:
+    out = []
+    for i, sc in enumerate(scenarios):
+        keys = list(dict.fromkeys(json.dumps([i, ev[0]]) for step in sc["steps"]
+                                  for ev in step.get("events", ())))
+        for step in sc["steps"]:
+            if "events" in step:
+                out.extend((json.dumps([i, k]), t, v, None) for k, t, v in step["events"])
+            elif markers:
+                out.extend((k, None, None, step["watermark"]) for k in keys)
+    return out
+
+
+def run_corpus(env: StreamExecutionEnvironment, scenarios: list[dict[str, Any]],
+               markers: bool) -> dict[str, dict[str, Any]]:
+    """Run ``scenarios`` in one job; ``{name: {"rows", "late"}}``."""
+    queries = [dict(sc["query"]) for sc in scenarios]
+    # from_collection serializes in the JVM and cannot take pickled fields: the elements
+    # travel as JSON text (the scenarios are JSON) and become Rows in a Python map.
+    text = [json.dumps(e) for e in _elements(scenarios, markers)]
+    # One parsing instance, so that each key's elements keep their order into key_by.
+    stream = env.from_collection(text, Types.STRING()).map(
+        lambda t: Row(*json.loads(t)), INPUT).set_parallelism(1)
+    fn = CorpusFunction(queries, markers)
+    rows = stream.key_by(lambda r: r[0], Types.STRING()).process(
+        fn, Types.PICKLED_BYTE_ARRAY())
+    from pyflink.datastream import OutputTag
+    late = rows.get_side_output(OutputTag(LATE_TAG_NAME, INPUT))
+    tagged = rows.map(lambda r: ("row", r), Types.PICKLED_BYTE_ARRAY()).union(
+        late.map(lambda r: ("late", r[0]), Types.PICKLED_BYTE_ARRAY()))
+    found_rows: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    found_late: dict[int, Counter[Any]] = defaultdict(Counter)
+    with tagged.execute_and_collect() as results:
+        for kind, item in results:
+            if kind == "row":
+                index, key = json.loads(item["key"])
+                found_rows[index].append(dict(item, key=key))
+            else:
+                index, key = json.loads(item)
+                found_late[index][key] += 1
+    return {sc["name"]: {"rows": found_rows[i], "late": dict(found_late[i])}
+            for i, sc in enumerate(scenarios)}
+
+
+def arrival_order_free(scenario: dict[str, Any]) -> bool:
+    """True when the result does not depend on the arrival order of each key's events.
+    Flink's BATCH execution sorts each key's input with an unstable sort (by key, and by
+    timestamp when there is one), so it keeps no arrival order among events of equal time:
+    scenarios whose ties are broken by arrival (first/last/collect of peers, count windows)
+    run in streaming only."""
+    events = [ev for step in scenario["steps"] for ev in step.get("events", ())]
+    forward = dict(scenario, steps=[{"events": events}, {"watermark": "end"}])
+    backward = dict(scenario, steps=[{"events": events[::-1]}, {"watermark": "end"}])
+    return compare(expected(forward), expected(backward)) is None

@@ -1,0 +1,250 @@
+"""``flink_adapter.sliding_aggregate`` on real PyFlink jobs: Flink's own watermarks and timers,
+declared output types, the late side output, bad input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pyflink.common import Row, Types
+from pyflink.datastream.functions import AggregateFunction
+
+import flink_adapter as fa
+from swag_core.aggregations import Max
+from tests.conformance.oracle import expected
+from tests.conformance.runner import compare
+
+INPUT = Types.ROW_NAMED(["k", "t", "v"], [Types.STRING(), Types.LONG(), Types.DOUBLE()])
+
+
+class MeanFunction(AggregateFunction):
+    """A PyFlink ``AggregateFunction``: the mean, accumulator ``[sum, count]``."""
+
+    def create_accumulator(self) -> list[float]:
+        return [0.0, 0]
+
+    def add(self, value: float, accumulator: list[float]) -> list[float]:
+        accumulator[0] += value
+        accumulator[1] += 1
+        return accumulator
+
+    def merge(self, acc_a: list[float], acc_b: list[float]) -> list[float]:
+        acc_a[0] += acc_b[0]
+        acc_a[1] += acc_b[1]
+        return acc_a
+
+    def get_result(self, accumulator: list[float]) -> float:
+        return accumulator[0] / accumulator[1]
+
+
+def test_real_watermarks_timers_and_types(flink_env: Any) -> None:
+    """Streaming with Flink's own watermarks (``watermark=0``: bounded out-of-orderness 0,
+    timestamps from the ``t`` field) and event-time timers: every row equals the oracle's.
+    The events come in time order, so no event is late whenever Flink's periodic
+    watermark happens to advance (measured: with ``from_collection`` it stays at
+    ``Long.MIN_VALUE`` until the end of input, even across a 3 s pause upstream)."""
+    events = [("a", t, float(t % 7)) for t in range(0, 10_000, 500)] + [("b", 4_000, 9.0)]
+    events += [("a", t, float(t % 5)) for t in range(10_000, 14_000, 700)]
+    env = flink_env(streaming=True)
+    stream = env.from_collection([Row(*e) for e in events], INPUT)
+    aggs = {"mx": {"fn": "max", "field": "v"}, "n": {"fn": "count"},
+            "mc": {"fn": "maxcount", "field": "v"}, "total": {"fn": "sum", "field": "v"}}
+    # A PyFlink AggregateFunction and a swag_core.Aggregation, against their built-in twins.
+    custom = {"flink_mean": ("v", MeanFunction()), "core_max": ("v", Max())}
+    twins = {"flink_mean": {"fn": "mean", "field": "v"}, "core_max": {"fn": "max", "field": "v"}}
+    out = fa.sliding_aggregate(stream, key="k", time="t", watermark=0,
+                               windows=[fa.sliding(2_000, 1_000), fa.over(1_500)],
+                               aggregations={**aggs, **custom}, with_late_output=True)
+    row_type = out.rows.get_type()
+    assert row_type.get_field_names() == ["window", "key", "start", "end", "time", "event",
+                                          "mx", "n", "mc", "total", "flink_mean", "core_max"]
+    types = dict(zip(row_type.get_field_names(), row_type.get_field_types()))
+    assert types["n"] == Types.LONG() and types["total"] == Types.DOUBLE()
+    assert types["key"] == Types.STRING()
+    # One job for both outputs (each execute_and_collect runs the whole job again), through a
+    # Python map, where the pickled event column is the driver's dict again.
+    both = out.rows.map(lambda r: ("row", r.as_dict()), Types.PICKLED_BYTE_ARRAY()).union(
+        out.late.map(lambda r: ("late", tuple(r)), Types.PICKLED_BYTE_ARRAY()))
+    results = list(both.execute_and_collect())
+    late_rows = [item for kind, item in results if kind == "late"]
+    got = []
+    for kind, d in results:
+        if kind != "row":
+            continue
+        if d["start"] is None:
+            del d["start"], d["end"]
+        else:
+            del d["time"], d["event"]
+        d["mc"] = [d["mc"][0], d["mc"][1]]
+        got.append(d)
+    as_events = [[k, t, {"k": k, "t": t, "v": v}] for k, t, v in events]
+    scenario = {"query": {"windows": [{"kind": "sliding", "range": 2_000, "slide": 1_000},
+                                      {"kind": "over", "range": 1_500}],
+                          "aggregations": {**aggs, **twins}, "allowed_lateness": 0},
+                "steps": [{"events": as_events}, {"watermark": "end"}]}
+    diff = compare(expected(scenario), {"rows": got, "late": {"a": len(late_rows)}})
+    assert diff is None, diff
+
+
+NULLABLE = Types.ROW_NAMED(["k", "t", "n", "x"],
+                           [Types.STRING(), Types.LONG(), Types.LONG(), Types.DOUBLE()])
+NULL_AGGS = {"cnt": {"fn": "count"}, "n_n": {"fn": "count", "field": "n"},
+             "total_n": {"fn": "sum", "field": "n"}, "max_n": {"fn": "max", "field": "n"},
+             "mean_x": {"fn": "mean", "field": "x"}, "min_x": {"fn": "min", "field": "x"},
+             "last_x": {"fn": "last", "field": "x"}, "sum_x": {"fn": "sum", "field": "x"}}
+
+
+def test_nulls_skipped_by_default_with_typed_null_results(flink_env: Any) -> None:
+    """Null LONG and DOUBLE fields and NaN reach the driver as missing values (the default
+    ``nulls="skip"``): rows equal the oracle's, collected straight from the declared
+    ``Row`` type, and a window whose field has no value gives typed nulls (``count`` of the
+    field 0)."""
+    nan = float("nan")
+    events = [("a", 5, 2, None), ("a", 10, 4, 0.5), ("a", 20, None, nan),
+              ("b", 30, None, None), ("b", 40, 7, 1.25), ("a", 120, None, nan),
+              ("a", 150, None, None)]
+    env = flink_env(streaming=True)
+    stream = env.from_collection([Row(*e) for e in events], NULLABLE)
+    rows = fa.sliding_aggregate(stream, key="k", time="t", watermark=0,
+                                window=fa.tumbling(100), aggregations=NULL_AGGS)
+    row_type = rows.get_type()
+    names = row_type.get_field_names()
+    types = dict(zip(names, row_type.get_field_types()))
+    assert types["total_n"] == Types.LONG() and types["max_n"] == Types.LONG()
+    assert types["mean_x"] == Types.DOUBLE() and types["sum_x"] == Types.DOUBLE()
+    got = [dict(zip(names, r)) for r in rows.execute_and_collect()]
+    empty = [d for d in got if d["key"] == "a" and d["start"] == 100]
+    assert empty == [{"window": 0, "key": "a", "start": 100, "end": 200, "cnt": 2, "n_n": 0,
+                      "total_n": None, "max_n": None, "mean_x": None, "min_x": None,
+                      "last_x": None, "sum_x": None}], got
+    scenario = {"query": {"windows": [{"kind": "tumbling", "size": 100}],
+                          "aggregations": NULL_AGGS},
+                "steps": [{"events": [[k, t, {"k": k, "t": t, "n": n, "x": x}]
+                                      for k, t, n, x in events]}, {"watermark": "end"}]}
+    diff = compare(expected(scenario), {"rows": got, "late": {}})
+    assert diff is None, diff
+
+
+def test_nulls_option_is_checked_when_built(flink_env: Any) -> None:
+    env = flink_env(streaming=True)
+    stream = env.from_collection([Row("a", 1, 1, 1.0)], NULLABLE)
+    with pytest.raises(fa.QuerySpecError, match="nulls"):
+        fa.sliding_aggregate(stream, key="k", time="t", window=fa.tumbling(100),
+                             aggregations=NULL_AGGS, nulls="drop")
+
+
+def test_bad_input_names_key_and_field(flink_env: Any) -> None:
+    """``nulls="error"``: a null value is bad input, named by key and field."""
+    env = flink_env(streaming=True)
+    data = [Row("LAX", 10, 1.0), Row("LAX", 20, None)]
+    stream = env.from_collection(data, INPUT)
+    rows = fa.sliding_aggregate(stream, key="k", time="t", window=fa.tumbling(100),
+                                aggregations={"mean_v": {"fn": "mean", "field": "v"}},
+                                nulls="error")
+    with pytest.raises(Exception) as info:
+        list(rows.execute_and_collect())
+    text = str(info.value)
+    assert "BadEventError" in text and "'LAX'" in text and "'v'" in text, text[-2000:]
+
+
+def test_table_in_table_out_with_timestamps(flink_env: Any) -> None:
+    """A table with a ``TIMESTAMP(3)`` column and SQL NULLs in; a table with
+    ``TIMESTAMP_LTZ(3)`` window bounds and typed aggregates out, equal to the oracle's rows
+    (``LGA``'s later windows hold only a NULL delay: NULL aggregates, ``n_delay`` 0)."""
+    import datetime as dt
+
+    from pyflink.table import DataTypes, StreamTableEnvironment
+    from pyflink.table.expressions import col
+
+    env = flink_env(streaming=True)
+    t_env = StreamTableEnvironment.create(env)
+    t_env.get_config().set_local_timezone("UTC")
+    epoch = dt.datetime(2013, 1, 1)
+    events = [("JFK", 0, 5), ("JFK", 70, 9), ("LGA", 30, 2), ("JFK", 130, -1),
+              ("JFK", 130, 4), ("JFK", 150, None), ("LGA", 200, None)]
+    table = t_env.from_elements(
+        [(k, epoch + dt.timedelta(minutes=m), d) for k, m, d in events],
+        DataTypes.ROW([DataTypes.FIELD("origin", DataTypes.STRING()),
+                       DataTypes.FIELD("dep", DataTypes.TIMESTAMP(3)),
+                       DataTypes.FIELD("delay", DataTypes.BIGINT())]))
+    out = fa.sliding_aggregate_table(
+        table, key="origin", time="dep", window=fa.sliding("2 hours", "1 hour"),
+        aggregations={"worst": {"fn": "max", "field": "delay"}, "n": {"fn": "count"},
+                      "total": {"fn": "sum", "field": "delay"},
+                      "n_delay": {"fn": "count", "field": "delay"}})
+    schema = str(out.get_resolved_schema())  # Flink's "(`window` INT, ...)" text
+    for column in ("`start` TIMESTAMP_LTZ(3)", "`end` TIMESTAMP_LTZ(3)", "`worst` BIGINT",
+                   "`n` BIGINT", "`total` BIGINT", "`n_delay` BIGINT", "`key` STRING"):
+        assert column in schema, schema
+    names = ["window", "key", "start", "end", "worst", "n", "total", "n_delay"]
+    assert schema.index("`window`") < schema.index("`total`")
+    utc_epoch = epoch.replace(tzinfo=dt.timezone.utc)
+    # PyFlink 2.3 cannot collect TIMESTAMP_LTZ values into Python (its pickler fails on
+    # Instant): the bounds are cast to TIMESTAMP(3) in the session time zone (UTC) first.
+    plain = out.select(*[col(n).cast(DataTypes.TIMESTAMP(3)).alias(n) if n in ("start", "end")
+                         else col(n) for n in names])
+    got = []
+    with plain.execute().collect() as results:
+        for r in results:
+            d = dict(zip(names, r))
+            for c in ("start", "end"):
+                v = d[c] if d[c].tzinfo else d[c].replace(tzinfo=dt.timezone.utc)
+                d[c] = (v - utc_epoch) // dt.timedelta(milliseconds=1)
+            got.append(d)
+    scenario = {"query": {"windows": [{"kind": "sliding", "range": 7_200_000,
+                                       "slide": 3_600_000}],
+                          "aggregations": {"worst": {"fn": "max", "field": "delay"},
+                                           "n": {"fn": "count"},
+                                           "total": {"fn": "sum", "field": "delay"},
+                                           "n_delay": {"fn": "count", "field": "delay"}}},
+                "steps": [{"events": [[k, m * 60_000, {"delay": d}] for k, m, d in events]},
+                          {"watermark": "end"}]}
+    assert [d["worst"] for d in got if d["key"] == "LGA" and d["n_delay"] == 0] == [None] * 2
+    diff = compare(expected(scenario), {"rows": got, "late": {}})
+    assert diff is None, diff
+
+
+def test_late_events_against_flinks_own_paced_watermarks(flink_env: Any) -> None:
+    """A paced source (the ``datagen`` connector, 50 rows/s) whose rowtime watermark
+    (``WATERMARK FOR ts AS ts``) Flink advances while the input flows. Events 100, 150 and
+    200 are 120 s (120 rows, 2.4 s of input) behind the others. How far Flink's periodic
+    watermark lags depends on the machine's load (measured: with a 40-row gap only some of
+    them were late; with 120, all three on a quiet machine, two under load), so: only those
+    events may be late, at least one must be (the watermark advanced mid-stream and the
+    side output works), and the rows must be exactly the oracle's over the accepted events
+    (a late event counted as accepted, or the reverse, changes a window's sum and count)."""
+    from pyflink.table import StreamTableEnvironment
+
+    env = flink_env(streaming=True)
+    t_env = StreamTableEnvironment.create(env)
+    when = "CASE WHEN seq % 50 = 0 AND seq >= 100 THEN seq * 1000 - 120000 ELSE seq * 1000 END"
+    t_env.execute_sql(f"""
+        CREATE TEMPORARY TABLE paced (
+            seq BIGINT,
+            k AS 'k' || CAST(seq % 2 AS STRING),
+            v AS CAST(seq AS DOUBLE),
+            ts AS TO_TIMESTAMP_LTZ({when}, 3),
+            WATERMARK FOR ts AS ts
+        ) WITH ('connector' = 'datagen', 'rows-per-second' = '50',
+                'fields.seq.kind' = 'sequence', 'fields.seq.start' = '1',
+                'fields.seq.end' = '200')""")
+    stream = t_env.to_data_stream(t_env.sql_query("SELECT k, v, ts, seq FROM paced"))
+    aggs = {"total": {"fn": "sum", "field": "v"}, "n": {"fn": "count"}}
+    out = fa.sliding_aggregate(stream, key="k", window=fa.sliding(10_000, 5_000),
+                               aggregations=aggs, with_late_output=True)
+    both = out.rows.map(lambda r: ("row", r.as_dict()), Types.PICKLED_BYTE_ARRAY()).union(
+        out.late.map(lambda r: ("late", int(r[3])), Types.PICKLED_BYTE_ARRAY()))
+    results = list(both.execute_and_collect())
+    late = sorted(item for kind, item in results if kind == "late")
+    assert late and set(late) <= {100, 150, 200}, late
+    events = []
+    for seq in range(1, 201):
+        if seq not in late:
+            k = f"k{seq % 2}"
+            events.append([k, seq * 1000, {"v": float(seq)}])  # seq 50 is on time
+    scenario = {"query": {"windows": [{"kind": "sliding", "range": 10_000, "slide": 5_000}],
+                          "aggregations": aggs},
+                "steps": [{"events": events}, {"watermark": "end"}]}
+    got = [item for kind, item in results if kind == "row"]
+    diff = compare(expected(scenario), {"rows": got, "late": {}})
+    assert diff is None, diff
