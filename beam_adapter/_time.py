@@ -11,15 +11,14 @@ firing passes ``W = T // 1000 + 1 = N`` (the largest watermark the firing proves
 
 from __future__ import annotations
 
-import datetime as _dt
 from typing import Any
 
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, Timestamp
 
 from adapters import BadEventError
+from adapters.times import datetime_ms
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 #: Largest timer time a key may use: the end of Beam's global window (a timer there fires
 #: only at the end of input).
 GLOBAL_MAX_MICROS = GlobalWindow().max_timestamp().micros
@@ -58,18 +57,10 @@ def to_ms(x: Any) -> Any:
     integral floats and decimal strings, and rejects the rest with a clear error)."""
     if isinstance(x, (Timestamp, Duration)):
         ms, rest = divmod(x.micros, 1000)
-    elif isinstance(x, _dt.datetime):
-        if x.tzinfo is None:
-            x = x.replace(tzinfo=_dt.timezone.utc)
-        return to_ms(x - _EPOCH)
-    elif isinstance(x, _dt.timedelta):
-        micros = (x.days * 86_400 + x.seconds) * 1_000_000 + x.microseconds
-        ms, rest = divmod(micros, 1000)
-    else:
-        return x
-    if rest:
-        raise ValueError(f"{x!r} is not a whole number of milliseconds")
-    return ms
+        if rest:
+            raise ValueError(f"{x!r} is not a whole number of milliseconds")
+        return ms
+    return datetime_ms(x)
 
 
 def timer_micros(n: int) -> int | None:

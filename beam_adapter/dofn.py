@@ -39,6 +39,7 @@ from apache_beam.utils.timestamp import Timestamp
 
 from adapters import END_OF_INPUT, BadEventError, WindowDriver
 from adapters.specs import get_field
+from adapters.times import time_extractor
 
 from . import _time
 from .state import BAG_LOG_SPEC, META_SPEC, ORDERED_LOG_SPEC, BagLogState, OrderedLogState
@@ -110,35 +111,8 @@ class SwagDoFn(beam.DoFn):
         self._armed: dict[Any, tuple[bytes | None, int | None]] = {}
         self._late_counter = Metrics.counter(METRICS_NAMESPACE, "late_events")
         self._rows_counter = Metrics.counter(METRICS_NAMESPACE, "rows")
-        extractor = self._time
-        if extractor is None:
-            self._extract: Callable[[Any, Any, Timestamp], Any] | None = None
-        elif isinstance(extractor, str):
-            name = extractor
-
-            def by_field(key: Any, value: Any, ts: Timestamp) -> Any:
-                try:
-                    return _time.to_ms(get_field(value, name))
-                except (KeyError, AttributeError, TypeError):
-                    raise BadEventError(f"key {key!r}: the event has no time field {name!r}: "
-                                        f"{value!r:.100}", key=key, field=name) from None
-                except ValueError as exc:
-                    raise BadEventError(f"key {key!r}: time field {name!r}: {exc}", key=key,
-                                        field=name) from None
-            self._extract = by_field
-        else:
-            fn = extractor
-
-            def by_function(key: Any, value: Any, ts: Timestamp) -> Any:
-                try:
-                    return _time.to_ms(fn(value))
-                except BadEventError:
-                    raise
-                except Exception as exc:
-                    raise BadEventError(f"key {key!r}: the time function failed on "
-                                        f"{value!r:.100}: {exc!r}", key=key,
-                                        field="time") from exc
-            self._extract = by_function
+        self._extract = (None if self._time is None else
+                         time_extractor(self._time, get_field, _time.to_ms))
 
     def teardown(self) -> None:
         for fn in _combine_fns(self._query):
@@ -153,7 +127,7 @@ class SwagDoFn(beam.DoFn):
             raise BadEventError(f"SlidingAggregate needs (key, value) elements, got "
                                 f"{element!r:.100}") from None
         extract = self._extract
-        time = _time.timestamp_ms(ts, key) if extract is None else extract(key, value, ts)
+        time = _time.timestamp_ms(ts, key) if extract is None else extract(key, value)
         view = self._view_class(meta, log)
         out = self._driver.process(key, ((time, value),), view)
         if view.meta_read is None:

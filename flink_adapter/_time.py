@@ -13,14 +13,13 @@ further) is what the firing passes to the driver.
 
 from __future__ import annotations
 
-import datetime as _dt
 from typing import Any
 
 from adapters import END_OF_INPUT
+from adapters.times import datetime_ms
 
 LONG_MIN = -(1 << 63)
 LONG_MAX = (1 << 63) - 1
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
 def driver_watermark(wm: int | None) -> int | float | None:
@@ -46,20 +45,12 @@ def to_ms(x: Any) -> Any:
     ``timedelta``, exactly (a fraction of a millisecond raises ``ValueError``); anything
     else is returned as is (the driver parses ints, integral floats and decimal strings, and
     rejects the rest with a clear error)."""
-    if isinstance(x, _dt.datetime):
-        if x.tzinfo is None:
-            x = x.replace(tzinfo=_dt.timezone.utc)
-        return to_ms(x - _EPOCH)
-    if isinstance(x, _dt.timedelta):
-        micros = (x.days * 86_400 + x.seconds) * 1_000_000 + x.microseconds
-        ms, rest = divmod(micros, 1000)
-    elif type(x).__name__ == "Instant" and hasattr(x, "nanos"):
+    if type(x).__name__ == "Instant" and hasattr(x, "nanos"):
         ms, rest = divmod(x.seconds * 1_000_000_000 + x.nanos, 1_000_000)
-    else:
-        return x
-    if rest:
-        raise ValueError(f"{x!r} is not a whole number of milliseconds")
-    return ms
+        if rest:
+            raise ValueError(f"{x!r} is not a whole number of milliseconds")
+        return ms
+    return datetime_ms(x)
 
 
 __all__ = ["LONG_MAX", "LONG_MIN", "driver_watermark", "timer_for", "to_ms"]

@@ -24,6 +24,7 @@ from typing import Any
 from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 
 from adapters import BadEventError, WindowDriver
+from adapters.times import time_extractor
 
 from . import _time
 from ._types import OutputLayout
@@ -66,6 +67,8 @@ class SwagProcessFunction(KeyedProcessFunction):
         self._state = FlinkKeyState(runtime_context.get_state(meta_descriptor()),
                                     runtime_context.get_map_state(log_descriptor()))
         self._timer = runtime_context.get_state(timer_descriptor())
+        self._extract = (None if self._time is None else
+                         time_extractor(self._time, self._layout.read, _time.to_ms))
         self._late_tag = OutputTag(self._late_tag_id)
         group = runtime_context.get_metrics_group().add_group(METRICS_GROUP)
         self._late_counter = group.counter("late_events")
@@ -110,8 +113,7 @@ class SwagProcessFunction(KeyedProcessFunction):
 
     def event_time(self, key: Any, value: Any, ctx: Any) -> Any:
         """The event time of an input element, as the driver parses it."""
-        extractor = self._time
-        if extractor is None:
+        if self._extract is None:
             ts = ctx.timestamp()
             if ts is None or ts <= _time.LONG_MIN:  # a record without a timestamp
                 raise BadEventError(
@@ -119,23 +121,7 @@ class SwagProcessFunction(KeyedProcessFunction):
                     f"(watermark=..., or assign_timestamps_and_watermarks) or pass "
                     f"time=<field or function>", key=key, field="timestamp", time=None)
             return ts
-        if isinstance(extractor, str):
-            try:
-                return _time.to_ms(self._layout.read(value, extractor))
-            except (KeyError, AttributeError, TypeError, IndexError):
-                raise BadEventError(f"key {key!r}: the element has no time field "
-                                    f"{extractor!r}: {value!r:.100}", key=key,
-                                    field=extractor) from None
-            except ValueError as exc:
-                raise BadEventError(f"key {key!r}: time field {extractor!r}: {exc}", key=key,
-                                    field=extractor) from None
-        try:
-            return _time.to_ms(extractor(value))
-        except BadEventError:
-            raise
-        except Exception as exc:
-            raise BadEventError(f"key {key!r}: the time function failed on {value!r:.100}: "
-                                f"{exc!r}", key=key, field="time") from exc
+        return self._extract(key, value)
 
     def _arm(self, ctx: Any, n: int | None, fired: bool) -> None:
         """Keep the key's single event-time timer at the driver's next timer ``n``."""
