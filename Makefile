@@ -10,8 +10,8 @@ ENGINE_SUITES := tests/core tests/adapters tests/conformance
         check-java clean-venvs
 
 # ---- virtual environments: one per engine, each with the project installed editable ----
-# (setup.py compiles adapters/_batch_reader.c: a change to it re-installs)
-$(VENVS)/%/.installed: requirements/%.txt pyproject.toml setup.py adapters/_batch_reader.c
+# (setup.py compiles adapters/crosskey/_batch_reader.c: a change to it re-installs)
+$(VENVS)/%/.installed: requirements/%.txt pyproject.toml setup.py adapters/crosskey/_batch_reader.c
 	@scripts/check_python.sh $(PYTHON)
 	$(PYTHON) -m venv $(VENVS)/$*
 	$(VENVS)/$*/bin/python -m pip install -q --upgrade pip

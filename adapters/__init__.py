@@ -15,20 +15,11 @@ Entry points: :class:`WindowDriver` (engines), :func:`run_steps` / :func:`run_sc
 codec. See ``docs/adapters.md``.
 """
 
-from adapters.codec import CODEC_VERSION, decode_value, encode_value
-from adapters.driver import (
-    END_OF_INPUT,
-    KeyInfo,
-    LateEvent,
-    Output,
-    WindowDriver,
-    parse_time,
-    parse_watermark,
-)
+from adapters.conformance.runner import RunResult, run_scenario, run_steps
+from adapters.driver import KeyInfo, LateEvent, Output, WindowDriver
+from adapters.driver.selection import choose_algorithm
 from adapters.errors import BadEventError, CodecError, QuerySpecError, StateError
-from adapters.runner import RunResult, run_scenario, run_steps
-from adapters.selection import choose_algorithm
-from adapters.specs import (
+from adapters.query.specs import (
     AggSpec,
     CountWindow,
     OverWindow,
@@ -41,6 +32,15 @@ from adapters.specs import (
     parse_query,
     parse_window,
 )
+from adapters.query.times import END_OF_INPUT, parse_time, parse_watermark
+from adapters.query.windows import (
+    count_window,
+    duration_ms,
+    normalize_window,
+    over,
+    sliding,
+    tumbling,
+)
 from adapters.state import (
     KeyState,
     LogEntry,
@@ -49,7 +49,7 @@ from adapters.state import (
     StateBackend,
     TransientKeyState,
 )
-from adapters.windows import count_window, duration_ms, normalize_window, over, sliding, tumbling
+from adapters.state.codec import CODEC_VERSION, decode_value, encode_value
 
 __all__ = [
     "CODEC_VERSION",

@@ -11,7 +11,7 @@ which does all the deciding; see ``docs/beam.md``.
 """
 
 from adapters import BadEventError, QuerySpecError
-from adapters.windows import count_window, over, sliding, tumbling
+from adapters.query.windows import count_window, over, sliding, tumbling
 
 from .dofn import LATE_TAG, METRICS_NAMESPACE, SwagDoFn, dofn_class
 from .state import BagLogState, OrderedLogState

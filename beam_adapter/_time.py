@@ -17,7 +17,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MAX_TIMESTAMP, MIN_TIMESTAMP, Duration, Timestamp
 
 from adapters import BadEventError
-from adapters.times import datetime_ms
+from adapters.engine.event_time import datetime_ms
 
 #: Largest timer time a key may use: the end of Beam's global window (a timer there fires
 #: only at the end of input).

@@ -38,8 +38,8 @@ from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Timestamp
 
 from adapters import END_OF_INPUT, BadEventError, WindowDriver
-from adapters.specs import get_field
-from adapters.times import time_extractor
+from adapters.engine.event_time import time_extractor
+from adapters.query.specs import get_field
 
 from . import _time
 from .state import BAG_LOG_SPEC, META_SPEC, ORDERED_LOG_SPEC, BagLogState, OrderedLogState

@@ -15,7 +15,7 @@ from apache_beam.transforms.window import GlobalWindows
 from apache_beam.typehints.typehints import coerce_to_kv_type
 
 from adapters import WindowDriver, parse_query
-from adapters.windows import duration_ms, normalize_window
+from adapters.query.windows import duration_ms, normalize_window
 
 from .dofn import LATE_TAG, STATE_KINDS, dofn_class, timer_suffix
 

@@ -263,12 +263,12 @@ def reading_costs(w: Workload) -> dict[str, Any]:
     * ``touch_s``: a bare loop that unpacks each event and reads its value field (what every
       driver does at least once);
     * ``intake_s``: the `WindowDriver`'s columnar reading alone
-      (:meth:`adapters.columnar.ColumnarIntake.read`: every event validated and turned into
+      (:meth:`adapters.crosskey.columnar.ColumnarIntake.read`: every event validated and turned into
       NumPy columns with a key code each, before any sorting, window work or state write),
       by the compiled reader where it is built (``reader``: ``"compiled"`` or ``"python"``);
     * ``intake_python_s``: the same by the pure-Python reader (``read_python``).
     """
-    from adapters import columnar
+    from adapters.crosskey import columnar
 
     intake = columnar.ColumnarIntake(FIELD, [True])
     gc.collect()
@@ -297,9 +297,9 @@ def reading_costs(w: Workload) -> dict[str, Any]:
 def reader_ab(w: Workload, k: int = 60, label: str = "Max",
               repeats: int = REPEATS) -> dict[str, Any] | None:
     """The whole `WindowDriver` run with the compiled reader and with the pure-Python one
-    (``adapters.columnar.compiled_reader`` set to ``None``), rounds alternating; ``None``
+    (``adapters.crosskey.columnar.compiled_reader`` set to ``None``), rounds alternating; ``None``
     where the compiled reader is not built."""
-    from adapters import columnar
+    from adapters.crosskey import columnar
 
     compiled = columnar.compiled_reader
     if compiled is None:
@@ -592,8 +592,8 @@ def markdown(payload: dict[str, Any]) -> str:
     out.append(
         "* **`WindowDriver`** is fed one micro-batch of many keys at a time: "
         "`process_batch(batch, backend, watermark=W)` (its multi-key entry; for these queries "
-        "the cross-key batch runtime of `adapters/batch_runtime.py`, which works on all keys "
-        "at once in NumPy; the Spark and Beam adapters call `process` per key instead), then "
+        "the cross-key batch runtime of `adapters/crosskey/batch_runtime.py`, which works on all "
+        "keys at once in NumPy; the Spark and Beam adapters call `process` per key instead), then "
         "`advance_keys` for the keys whose returned timer is due, end of input at the end; "
         "state in `MemoryStateBackend(strict=False)`, so every accepted event is encoded "
         "into its key's log and each key's metadata is rewritten on every call.\n"
@@ -737,8 +737,8 @@ def _reading_text(reading: dict[str, Any], n: int, at_k1: list[dict[str, Any]]) 
     runs = "; ".join(
         f"{e['aggregation']}: per-window driver {ns(e['baseline_s'], e['part_events'])}, "
         f"`WindowDriver` {ns(e['part_swag_s'], e['part_events'])}" for e in at_k1)
-    how = (f"by the compiled reader, `adapters/_batch_reader.c`; by the pure-Python reader, "
-           f"{ns(reading['intake_python_s'], n)}" if reading["reader"] == "compiled"
+    how = (f"by the compiled reader, `adapters/crosskey/_batch_reader.c`; by the pure-Python "
+           f"reader, {ns(reading['intake_python_s'], n)}" if reading["reader"] == "compiled"
            else "by the pure-Python reader: the compiled one was not built")
     return (
         "**Where the time goes at k = 1.** Per event, a bare loop that unpacks each event and "

@@ -11,7 +11,7 @@ A ``KeyedProcessFunction`` with event-time timers and Flink managed keyed state 
 """
 
 from adapters import BadEventError, QuerySpecError
-from adapters.windows import count_window, over, sliding, tumbling
+from adapters.query.windows import count_window, over, sliding, tumbling
 
 from .datastream import LATE_TAG_NAME, Aggregated, sliding_aggregate
 from .function import METRICS_GROUP, SwagProcessFunction

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters import END_OF_INPUT
-from adapters.times import datetime_ms
+from adapters.engine.event_time import datetime_ms
 
 LONG_MIN = -(1 << 63)
 LONG_MAX = (1 << 63) - 1

@@ -27,7 +27,7 @@ from pyflink.common import Row, Types
 from pyflink.common.typeinfo import BasicTypeInfo, ExternalTypeInfo, RowTypeInfo, TypeInformation
 
 from adapters import BadEventError
-from adapters.specs import AggSpec, Query, get_field
+from adapters.query.specs import AggSpec, Query, get_field
 
 from . import _time
 

@@ -16,7 +16,7 @@ from pyflink.common.watermark_strategy import TimestampAssigner, WatermarkStrate
 from pyflink.datastream import DataStream, OutputTag
 
 from adapters import BadEventError, WindowDriver, parse_query
-from adapters.windows import duration_ms, normalize_window
+from adapters.query.windows import duration_ms, normalize_window
 
 from . import _time
 from ._types import OutputLayout, key_type_of, layout_and_type

@@ -24,7 +24,7 @@ from typing import Any
 from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 
 from adapters import BadEventError, WindowDriver
-from adapters.times import time_extractor
+from adapters.engine.event_time import time_extractor
 
 from . import _time
 from ._types import OutputLayout

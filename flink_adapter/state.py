@@ -11,7 +11,7 @@
 
 ``read_events`` is only called when the driver's process-local cache misses (a new task, a
 restore from a checkpoint, a rescaled key); it reads the whole map once. Nothing stored here
-is pickled: the bytes are the shared codec's (``adapters.codec``).
+is pickled: the bytes are the shared codec's (``adapters.state.codec``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ policy window aggregates for streaming and batch DataFrames, with one call.
 See ``docs/spark.md``.
 """
 
-from adapters.windows import duration_ms
+from adapters.query.windows import duration_ms
 from spark_adapter._types import SparkTypeError
 from spark_adapter.api import (
     METRIC,

@@ -1,7 +1,7 @@
 """Batch pre-slicing: Spark aggregates each (key, slice) once, the driver combines slices.
 
-General stream slicing (Traub et al., EDBT 2019; :mod:`adapters.slicing`) cuts time into
-slices of width ``g = gcd(ranges, slides, offset differences)`` (:func:`adapters.slicing.
+General stream slicing (Traub et al., EDBT 2019; :mod:`adapters.driver.time_lane`) cuts time into
+slices of width ``g = gcd(ranges, slides, offset differences)`` (:func:`adapters.driver.time_lane.
 slice_grid`); every sliding or tumbling window is a union of whole slices. When every
 aggregation's per-slice partial is one Spark computes exactly, the batch plan becomes
 
@@ -9,9 +9,9 @@ aggregation's per-slice partial is one Spark computes exactly, the batch plan be
 
 so Spark's map-side combine does the per-slice partial aggregation where the data already
 is, and the Python side gets one row per non-empty slice instead of one per event. The
-engine-free part, :mod:`adapters.slice_partials`, names the partials
-(:func:`~adapters.slice_partials.partial_field`) and rewrites the query the driver runs over
-those rows (:func:`~adapters.slice_partials.sliced_query`: count -> sum of slice counts, max
+engine-free part, :mod:`adapters.engine.presliced`, names the partials
+(:func:`~adapters.engine.presliced.partial_field`) and rewrites the query the driver runs over
+those rows (:func:`~adapters.engine.presliced.sliced_query`: count -> sum of slice counts, max
 -> max of slice maxima, sum -> sum of slice sums, mean -> ``(sum, count)`` pairs); a slice
 row's time is the slice's start, so a window holds a slice row iff it holds an event of that
 slice: the same windows are emitted, with the same bounds. This module keeps the Spark plan,
@@ -31,7 +31,7 @@ Why the values are identical to the event path (``swag_core``'s kernels over raw
   apart is ``-0.0 == 0.0``: the event path keeps the oldest (time, then ``order_by``), so a
   slice whose extreme is a zero takes the sign of its oldest zero (``min_by``).
 * bad input raises what the event path raises: a null time the same
-  :class:`adapters.BadEventError` (from :func:`adapters.times.parse_time`); with
+  :class:`adapters.BadEventError` (from :func:`adapters.query.times.parse_time`); with
   ``nulls="error"``, a null value (``count(v) < count(*)``) or a NaN (Spark's ``max`` is NaN
   iff the slice holds one) a :class:`~adapters.BadEventError` naming the key, the field and
   the output, with the slice ``[start, end)`` holding the bad event (its exact time is not
@@ -54,10 +54,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, LongType
 
 from adapters import BadEventError, Query
-from adapters.slice_partials import partial_field, sliced_query
-from adapters.slicing import slice_grid
-from adapters.specs import AggSpec, SlidingWindow
-from adapters.times import parse_time
+from adapters.driver.time_lane import slice_grid
+from adapters.engine.presliced import partial_field, sliced_query
+from adapters.query.specs import AggSpec, SlidingWindow
+from adapters.query.times import parse_time
 
 from ._runtime import ORDER_IN, TIME_IN
 from ._types import FLOATING, INTEGRAL

@@ -49,7 +49,7 @@ from pyspark.sql.types import (
 )
 
 from adapters import END_OF_INPUT, Output, Query, TransientKeyState, WindowDriver
-from adapters.state import LogEntry
+from adapters.state.backend import LogEntry
 
 from ._types import SparkTypeError
 

@@ -45,7 +45,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from adapters.specs import AggSpec
+from adapters.query.specs import AggSpec
 
 INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 FLOATING = (FloatType, DoubleType)

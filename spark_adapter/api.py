@@ -25,8 +25,15 @@ from pyspark.sql.types import (
 )
 
 from adapters import Query
-from adapters.specs import AggSpec, OverWindow, SlidingWindow
-from adapters.windows import count_window, duration_ms, normalize_window, over, sliding, tumbling
+from adapters.query.specs import AggSpec, OverWindow, SlidingWindow
+from adapters.query.windows import (
+    count_window,
+    duration_ms,
+    normalize_window,
+    over,
+    sliding,
+    tumbling,
+)
 
 from . import _types as T
 from ._presliced import SlicePlan, slice_plan

@@ -1,4 +1,4 @@
-"""The compiled batch reader (``adapters/_batch_reader.c``) reads exactly what the Python
+"""The compiled batch reader (``adapters/crosskey/_batch_reader.c``) reads exactly what the Python
 reader reads: :meth:`ColumnarIntake.read` (compiled first, Python for what it leaves) and
 :meth:`ColumnarIntake.read_python` give the same columns, or both ``None``, for any batch;
 the compiled reader itself takes every regular batch of tuples (so the comparison is not
@@ -16,14 +16,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import adapters.columnar as columnar
-from adapters.columnar import MIN_BATCH, BatchColumns, ColumnarIntake
+import adapters.crosskey.columnar as columnar
+from adapters.crosskey.columnar import MIN_BATCH, BatchColumns, ColumnarIntake
 
 np = pytest.importorskip("numpy")
 
 FIELD = "v"
 reader = columnar.compiled_reader
-needs_reader = pytest.mark.skipif(reader is None, reason="adapters._batch_reader not built")
+needs_reader = pytest.mark.skipif(reader is None,
+                                  reason="adapters.crosskey._batch_reader not built")
 
 
 def _can_compile() -> bool:
@@ -38,7 +39,7 @@ def test_the_reader_is_built_where_it_can_be() -> None:
     catches a build that fails where it should not."""
     if not _can_compile():
         pytest.skip("no C compiler or Python headers: the Python reader runs")
-    assert reader is not None, "a compiler exists but adapters._batch_reader is not built"
+    assert reader is not None, "a compiler exists but adapters.crosskey._batch_reader is not built"
 
 
 def _same(a: BatchColumns | None, b: BatchColumns | None) -> None:

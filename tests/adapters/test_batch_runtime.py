@@ -35,7 +35,7 @@ from adapters import (
     Output,
     WindowDriver,
 )
-from adapters.batch_runtime import BatchRuntime
+from adapters.crosskey.batch_runtime import BatchRuntime
 
 np = pytest.importorskip("numpy")
 

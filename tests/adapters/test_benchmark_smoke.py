@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from adapters import columnar
+from adapters.crosskey import columnar
 from benchmarks import common
 from benchmarks import driver as bench
 

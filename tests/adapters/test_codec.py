@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters import CODEC_VERSION, CodecError, decode_value, encode_value
-from adapters.codec import Columns, decode_entry, decode_meta, encode_entry, encode_meta
 from adapters.errors import StateError
+from adapters.state.codec import Columns, decode_entry, decode_meta, encode_entry, encode_meta
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(-2**80, 2**80),
                     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8),

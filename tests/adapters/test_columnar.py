@@ -1,4 +1,4 @@
-"""The NumPy columnar intake of ``process_batch`` (``adapters.columnar``) changes nothing
+"""The NumPy columnar intake of ``process_batch`` (``adapters.crosskey.columnar``) changes nothing
 observable: same rows, late events, timers and restart behaviour as the general path, and
 log entries that decode to the same events in the same (time, arrival) order."""
 
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import adapters.columnar as columnar
+import adapters.crosskey.columnar as columnar
 from adapters import MemoryStateBackend, WindowDriver
-from adapters.batch_runtime import BatchRuntime
-from adapters.codec import decode_entry, encode_entry, encode_float_record_segment
+from adapters.crosskey.batch_runtime import BatchRuntime
+from adapters.state.codec import decode_entry, encode_entry, encode_float_record_segment
 
 pytest.importorskip("numpy")
 
@@ -32,7 +32,7 @@ def _reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     if request.param == "python reader":
         monkeypatch.setattr(columnar, "compiled_reader", None)
     elif columnar.compiled_reader is None:
-        pytest.skip("adapters._batch_reader not built")
+        pytest.skip("adapters.crosskey._batch_reader not built")
 
 FIELD = "v"
 QUERIES = {

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters import END_OF_INPUT, BadEventError, QuerySpecError, WindowDriver, parse_query
-from adapters.kernels import kernel_for
-from adapters.specs import is_missing, parse_aggregation
+from adapters.driver.kernels import kernel_for
+from adapters.query.specs import is_missing, parse_aggregation
 from swag_core import Aggregation
 from tests.conformance.driver_engine import MODES, DriverEngine
 from tests.conformance.runner import check

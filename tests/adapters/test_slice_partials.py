@@ -1,4 +1,4 @@
-"""Slice partials (``adapters.slice_partials``) without an engine: each key's events folded
+"""Slice partials (``adapters.engine.presliced``) without an engine: each key's events folded
 per slice in plain Python, one event per (key, slice) at the slice start, the rewritten
 query over them gives exactly the driver's rows over the raw events (batch: every event,
 then END_OF_INPUT); and the queries that cannot run over slice partials say why."""
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters import END_OF_INPUT, Query, SlidingWindow, WindowDriver, parse_query
-from adapters.slice_partials import partial_field, sliced_query
-from adapters.slicing import slice_grid
+from adapters.driver.time_lane import slice_grid
+from adapters.engine.presliced import partial_field, sliced_query
 from tests.conformance.corpus import is_int, iter_events, load_all
 
 Event = tuple[Any, int, dict[str, Any]]  # key, time, value

@@ -20,8 +20,8 @@ from adapters import (
     WindowDriver,
     run_steps,
 )
-from adapters.slicing import TimeLane, slice_grid
-from adapters.state import append_sorted
+from adapters.driver.time_lane import TimeLane, slice_grid
+from adapters.state.backend import append_sorted
 from swag_core import Aggregation
 from swag_core.aggregations import Count, Mean
 
@@ -135,7 +135,7 @@ def test_kernels_give_bit_identical_rows(events: list[tuple[int, Any]], marks: l
                                          case: tuple[str, int, int]) -> None:
     """The kernel fold does the same Python operations in the same order as lift +
     combine: rows are identical (==, and the same types), not just close."""
-    from adapters.specs import _SIMPLE_FNS
+    from adapters.query.specs import _SIMPLE_FNS
     fn, range_, slide = case
     window = [{"kind": "sliding", "range": range_, "slide": slide}]
     if fn == "count":

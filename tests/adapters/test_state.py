@@ -16,7 +16,7 @@ from adapters import (
     WindowDriver,
     run_steps,
 )
-from adapters.codec import decode_meta
+from adapters.state.codec import decode_meta
 
 MAX_V = {"mx": {"fn": "max", "field": "v"}}
 
@@ -178,7 +178,7 @@ def test_restart_at_every_step_of_a_policy_scenario() -> None:
 
 
 def test_metadata_is_the_documented_json() -> None:
-    from adapters.codec import encode_meta
+    from adapters.state.codec import encode_meta
 
     state = MemoryKeyState()
     driver = WindowDriver({"windows": [{"kind": "count", "size": 2},

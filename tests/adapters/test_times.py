@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from adapters import BadEventError
-from adapters.times import datetime_ms, time_extractor
+from adapters.engine.event_time import datetime_ms, time_extractor
 
 
 def test_datetime_ms_is_exact() -> None:

@@ -1,4 +1,4 @@
-"""Window builders and the shared duration parser (``adapters.windows``)."""
+"""Window builders and the shared duration parser (``adapters.query.windows``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from adapters import WindowDriver
-from adapters.windows import (
+from adapters.query.windows import (
     count_window,
     duration_ms,
     normalize_window,

@@ -20,7 +20,7 @@ from apache_beam.transforms.window import FixedWindows, TimestampedValue
 from apache_beam.utils.timestamp import MIN_TIMESTAMP, Duration, Timestamp
 
 from adapters import BadEventError, MemoryStateBackend, QuerySpecError, WindowDriver
-from adapters.windows import duration_ms
+from adapters.query.windows import duration_ms
 from beam_adapter import SlidingAggregate, _time, count_window, over, sliding, tumbling
 from beam_adapter.state import BagLogState, OrderedLogState
 from tests.beam import sink

@@ -58,7 +58,7 @@ WINDOW_KINDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "policy": (frozenset({"measure", "limit"}), frozenset({"field", "every"})),
 }
 
-#: Measures of the declarative ``policy`` window kind (adapters.specs.PolicyWindow).
+#: Measures of the declarative ``policy`` window kind (adapters.query.specs.PolicyWindow).
 POLICY_MEASURES = ("count", "span", "sum")
 
 #: Output column names an aggregation may not use.

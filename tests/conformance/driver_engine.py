@@ -1,4 +1,4 @@
-"""The adapters driver (``adapters.driver.WindowDriver``) as a conformance engine.
+"""The adapters driver (``adapters.driver.window_driver.WindowDriver``) as a conformance engine.
 
 The documented entry point is the driver engineer's harness ``adapters.run_scenario``
 (events of a step go to ``process_batch`` with the current watermark; on a watermark step only
@@ -26,7 +26,7 @@ MODES = ("harness", "harness-restart", "timers", "all-keys", "per-event")
 
 
 class DriverEngine:
-    """``engine(scenario) -> {"rows": [...], "late": {...}}`` on ``adapters.driver``."""
+    """``engine(scenario) -> {"rows": [...], "late": {...}}`` on ``adapters.WindowDriver``."""
 
     def __init__(self, mode: str = "harness", algorithm: str | None = None) -> None:
         if mode not in MODES:
@@ -47,8 +47,8 @@ class DriverEngine:
         return self._replay(scenario)
 
     def _replay(self, scenario: dict[str, Any]) -> dict[str, Any]:
-        from adapters.driver import END_OF_INPUT, WindowDriver
-        from adapters.state import MemoryStateBackend
+        from adapters.driver.window_driver import END_OF_INPUT, WindowDriver
+        from adapters.state.backend import MemoryStateBackend
 
         backend = MemoryStateBackend()
         query = scenario["query"]

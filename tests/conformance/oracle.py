@@ -365,7 +365,7 @@ def _policy_measure(spec: dict[str, Any], run: list[_Event]) -> int | Fraction:
 
 def _policy_rows(i: int, key: Any, spec: dict[str, Any], events: list[_Event],
                  final: float, aggs: Outputs) -> list[dict[str, Any]]:
-    # adapters.specs.PolicyWindow, declarative form: after the k-th event (window order) the
+    # adapters.query.specs.PolicyWindow, declarative form: after the k-th event (window order) the
     # window is the longest run of the newest events whose measure is <= limit, or the k-th
     # event alone; a row every `every` events, emitted like a count window (W - L > t_k).
     limit = Fraction(spec["limit"])

@@ -1,4 +1,4 @@
-"""Every conformance scenario through the engine-free driver (``adapters.driver``).
+"""Every conformance scenario through the engine-free driver (``adapters.driver.window_driver``).
 
 Through the driver's own harness ``adapters.run_scenario`` (the documented entry point), with
 and without a crash-restart after every step, and through independent replays (timers
@@ -16,7 +16,7 @@ from . import corpus
 from .driver_engine import MODES, DriverEngine
 from .runner import assert_conforms, check, scenario_names
 
-pytest.importorskip("adapters.runner")
+pytest.importorskip("adapters.conformance.runner")
 
 NAMES = scenario_names()
 

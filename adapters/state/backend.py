@@ -6,7 +6,7 @@ Per key the driver stores two things (``docs/adapters.md``, "State"):
   once per call, read once per call;
 * **the event log**: the key's accepted, not yet evicted events, one entry
   ``(time, seq, data)`` per call that accepted events. ``data`` holds the call's events
-  (:func:`adapters.codec.encode_entry`), ``time`` is their newest time in ms, ``seq`` the
+  (:func:`adapters.state.codec.encode_entry`), ``time`` is their newest time in ms, ``seq`` the
   key's arrival number of the first of them (unique per key, so ``(time, seq)`` identifies an
   entry). The driver appends one entry per call and removes whole time-prefixes once no
   window needs any of an entry's events.

@@ -1,5 +1,5 @@
 /*
- * adapters._batch_reader: the compiled half of adapters.columnar.ColumnarIntake.read.
+ * adapters.crosskey._batch_reader: the compiled half of adapters.crosskey.columnar.ColumnarIntake.read.
  *
  * read_columns(events, field) reads a micro-batch of (key, int time, {field: float}) events
  * into columns in one pass. It is an optional accelerator (setup.py builds it when a C
@@ -134,7 +134,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_batch_reader",
-    "Compiled reader of a micro-batch into columns (see adapters/columnar.py).", -1, methods,
+    "Compiled reader of a micro-batch into columns (see adapters/crosskey/columnar.py).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 

@@ -1,28 +1,26 @@
 """Columnar intake of a whole micro-batch with NumPy: an optional accelerator of
-:meth:`adapters.WindowDriver.process_batch` (a micro-batch of many keys, as the issue-4
-benchmark and :mod:`adapters.runner` feed it; the Spark and Beam adapters hand the driver one
-key's events at a time through :meth:`~adapters.WindowDriver.process` instead) for the
-commonest query shape.
+:meth:`adapters.WindowDriver.process_batch` (a micro-batch of many keys) for the commonest
+query shape.
 
-What it covers: kernel mode (:mod:`adapters.kernels`: every output is ``max``, ``min``, ``sum``
-or ``mean`` of one field, or ``count`` of events, every window a sliding/tumbling window) where
-all outputs that read a field read the **same field**, and a batch whose events are all ``(key,
-int time, {field: float})`` with finite floats. Anything else, and any batch with one irregular
-event, takes the general per-key path (:class:`adapters.intake.Intake`), which also reports bad
-events; so results and errors never depend on which path ran. Without NumPy the general path
-always runs.
+What it covers: kernel mode (:mod:`adapters.driver.kernels`: every output is ``max``, ``min``,
+``sum`` or ``mean`` of one field, or ``count`` of events, every window a sliding/tumbling window)
+where all outputs that read a field read the **same field**, and a batch whose events are all
+``(key, int time, {field: float})`` with finite floats. Anything else, and any batch with one
+irregular event, takes the general per-key path (:class:`adapters.driver.intake.Intake`), which
+also reports bad events; so results and errors never depend on which path ran. Without NumPy the
+general path always runs.
 
 Why: the general path handles one key at a time, so each of its C-level passes walks that key's
 events, spread over the whole batch in memory (a few MB for 10^4 events). This intake reads
 each event once, in arrival order (in one C pass by the compiled reader,
-``adapters/_batch_reader.c``, where it is built; else ``operator.itemgetter`` and one
+``adapters/crosskey/_batch_reader.c``, where it is built; else ``operator.itemgetter`` and one
 ``numpy.array`` per column), then groups, sorts and encodes with array operations, and hands
 each key fresh, compact Python objects:
 
 * per key, the pending-buffer records ``(time, value)`` sorted by time, ties in arrival order
   (:func:`key_time_order`, once for the whole batch);
 * per key, the log entry: a segment of its events in that same order (sliced from two
-  ``tobytes`` of the batch), byte for byte what :func:`adapters.codec.encode_entry` writes
+  ``tobytes`` of the batch), byte for byte what :func:`adapters.state.codec.encode_entry` writes
   for them;
 * the late events (``time < boundary``), in arrival order, with their original values.
 
@@ -37,9 +35,9 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from adapters.codec import encode_entry, encode_float_record_segment
-from adapters.intake import Accepted, Intake
-from adapters.results import LateEvent
+from adapters.driver.intake import Accepted, Intake
+from adapters.driver.results import LateEvent
+from adapters.state.codec import encode_entry, encode_float_record_segment
 
 try:  # optional: engines ship NumPy, the core does not need it
     import numpy as np
@@ -47,7 +45,7 @@ except ImportError:  # pragma: no cover - exercised by the fallback test with a 
     np = None  # type: ignore[assignment]
 
 try:  # optional: compiled by `pip install` where a C compiler exists (setup.py)
-    from adapters import _batch_reader as compiled_reader
+    from adapters.crosskey import _batch_reader as compiled_reader
 except ImportError:  # pragma: no cover - the tests run both readers where it is built
     compiled_reader = None  # type: ignore[assignment]
 
@@ -155,7 +153,7 @@ class ColumnarIntake:
         """The batch as columns in arrival order, or ``None`` if it is small or irregular
         (then the general path must run: it validates every event).
 
-        The compiled reader (:mod:`adapters._batch_reader`, one pass in C), where it is
+        The compiled reader (:mod:`adapters.crosskey._batch_reader`, one pass in C), where it is
         built, takes batches of tuples; anything it leaves, and every batch without it, the
         Python reader decides (:meth:`read_python`): the same columns either way."""
         if len(events) < MIN_BATCH:
@@ -233,7 +231,7 @@ class ColumnarIntake:
 
     def accept(self, key: Any, cols: KeyColumns, boundary: int | float,
                encode: bool = True) -> Accepted:
-        """What :meth:`adapters.intake.Intake.accept` returns for the key's events: records
+        """What :meth:`adapters.driver.intake.Intake.accept` returns for the key's events: records
         sorted by time, the log entry data (``None`` if ``encode`` is false), late events."""
         times, values = cols.times, cols.values
         late: Sequence[LateEvent] = ()

@@ -15,9 +15,9 @@ from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.driver import LateEvent, Output, WindowDriver, parse_watermark
-from adapters.specs import Query
-from adapters.state import MemoryStateBackend
+from adapters.driver.window_driver import LateEvent, Output, WindowDriver, parse_watermark
+from adapters.query.specs import Query
+from adapters.state.backend import MemoryStateBackend
 
 
 @dataclass
@@ -44,10 +44,10 @@ class RunResult:
 def run_steps(query: Query | Mapping[str, Any], steps: Iterable[Mapping[str, Any]], *,
               algorithm: str | None = None, restart_after: Container[int] = (),
               max_cached_keys: int | None = None) -> RunResult:
-    """Drive a :class:`~adapters.driver.WindowDriver` through ``steps``.
+    """Drive a :class:`~adapters.driver.window_driver.WindowDriver` through ``steps``.
 
     Args:
-        query: a :class:`~adapters.specs.Query` or its dict form.
+        query: a :class:`~adapters.query.specs.Query` or its dict form.
         steps: scenario steps (see the module docstring).
         algorithm: force a ``swag_core`` algorithm.
         restart_after: step indices after which the run "crashes" and restarts: state is

@@ -17,21 +17,21 @@ from collections.abc import Callable, Sequence
 from itertools import compress
 from typing import Any, NamedTuple
 
-from adapters.codec import Columns, encode_entry, to_json
+from adapters.driver.kernels import Kernel
+from adapters.driver.key_runtime import TIME, Record
+from adapters.driver.results import LateEvent
 from adapters.errors import BadEventError, CodecError
-from adapters.kernels import Kernel
-from adapters.results import LateEvent
-from adapters.runtime import TIME, Record
-from adapters.specs import AggSpec, PolicyWindow, get_field, is_missing, plain_field
-from adapters.times import parse_time
+from adapters.query.specs import AggSpec, PolicyWindow, get_field, is_missing, plain_field
+from adapters.query.times import parse_time
+from adapters.state.codec import Columns, encode_entry, to_json
 
 _TIME = operator.itemgetter(TIME)
 
 
-#: What :meth:`Intake.accept` returns: the pending-buffer records (:mod:`adapters.runtime`)
-#: of the accepted events, sorted by time, ties in arrival order; the data of the call's log
-#: entry (:func:`~adapters.codec.encode_entry`), ``None`` without accepted events; the late
-#: events.
+#: What :meth:`Intake.accept` returns: the pending-buffer records
+#: (:mod:`adapters.driver.key_runtime`) of the accepted events, sorted by time, ties in arrival
+#: order; the data of the call's log entry (:func:`~adapters.state.codec.encode_entry`), ``None``
+#: without accepted events; the late events.
 Accepted = tuple[list[Record], bytes | None, Sequence[LateEvent]]
 
 

@@ -14,7 +14,7 @@ INF = math.inf
 #: A pending or released event as the driver keeps it: ``(time, lifted, value, policy
 #: lifts)``, the last two only when needed (OVER rows show the event value; policy lanes
 #: need the measures). ``lifted`` is the lifted value, or in kernel mode the raw field
-#: value(s) (:mod:`adapters.kernels`). Records are kept sorted by time, ties in arrival
+#: value(s) (:mod:`adapters.driver.kernels`). Records are kept sorted by time, ties in arrival
 #: order (stable sorts and merges).
 Record = tuple[Any, ...]
 TIME, LIFTED, VALUE, POLICY = range(4)

@@ -694,7 +694,7 @@ class Query:
         allowed_lateness: L in ms: an event with ``time < watermark - L`` is late; windows
             are emitted once ``watermark - L`` passes them, so results stay final.
         algorithm: force a ``swag_core`` algorithm by name (default: automatic, see
-            :func:`adapters.selection.choose_algorithm`).
+            :func:`adapters.driver.selection.choose_algorithm`).
         nulls: how the built-in aggregations of :meth:`build` treat missing values
             (``None``, NaN): ``"skip"`` (default, SQL and pandas) or ``"error"``
             (:func:`parse_aggregation`). Recorded here; the outputs carry it.

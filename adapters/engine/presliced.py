@@ -1,11 +1,11 @@
 """A batch query rewritten to run over per-slice partial aggregates (engine-free).
 
-General stream slicing (Traub et al., "Efficient Window Aggregation with General Stream
-Slicing", EDBT 2019; :mod:`adapters.slicing`) cuts time into slices of width
-``g = gcd(ranges, slides, offset differences)`` (:func:`adapters.slicing.slice_grid`); every
-sliding or tumbling window is a union of whole slices. So an engine may aggregate each
-``(key, slice)`` once and hand the driver one event per non-empty ``(key, slice)``, at the
-slice's start, whose value holds the partials named by :func:`partial_field`:
+General stream slicing (Traub et al., "Efficient Window Aggregation with General Stream Slicing",
+EDBT 2019; :mod:`adapters.driver.time_lane`) cuts time into slices of width ``g = gcd(ranges,
+slides, offset differences)`` (:func:`adapters.driver.time_lane.slice_grid`); every sliding or
+tumbling window is a union of whole slices. So an engine may aggregate each ``(key, slice)`` once
+and hand the driver one event per non-empty ``(key, slice)``, at the slice's start, whose value
+holds the partials named by :func:`partial_field`:
 
 * ``partial_field("count", None)``: the slice's event count (``count(*)``);
 * ``partial_field("max" | "min" | "sum", field)``: the slice's max, min or sum of ``field``;
@@ -33,9 +33,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.kernels import kernel_for
-from adapters.slicing import slice_grid
-from adapters.specs import AggSpec, Query, SlidingWindow, lifted_aggregation
+from adapters.driver.kernels import kernel_for
+from adapters.driver.time_lane import slice_grid
+from adapters.query.specs import AggSpec, Query, SlidingWindow, lifted_aggregation
 from swag_core import Aggregation
 from swag_core.exact import from_sum
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from adapters.specs import PolicyWindow, exact_number, get_field
+from adapters.query.specs import PolicyWindow, exact_number, get_field
 from swag_core import Aggregation
 
 

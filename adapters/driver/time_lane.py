@@ -40,10 +40,10 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import reduce
 from typing import Any
 
-from adapters.kernels import Kernel
-from adapters.lanes import evict_below, eviction_bounds
-from adapters.runtime import INF, LIFTED, TIME, VALUE, KeyRuntime, LaneState, Record
-from adapters.specs import OverWindow, SlidingWindow
+from adapters.driver.kernels import Kernel
+from adapters.driver.key_runtime import INF, LIFTED, TIME, VALUE, KeyRuntime, LaneState, Record
+from adapters.driver.position_lanes import evict_below, eviction_bounds
+from adapters.query.specs import OverWindow, SlidingWindow
 from swag_core import Aggregation, Window
 
 _ORDER = operator.itemgetter(0, 1)

@@ -3,9 +3,9 @@
 per-window work done once per call in NumPy over all keys instead of per key in Python.
 
 What it covers: one sliding or tumbling window spec; one output that is ``max``, ``min``,
-``sum`` or ``mean`` of a field (a kernel, :mod:`adapters.kernels`); at most
+``sum`` or ``mean`` of a field (a kernel, :mod:`adapters.driver.kernels`); at most
 :data:`MAX_SLICES` slices per window; no forced algorithm; no bound on the cache; batches the
-columnar intake takes (:meth:`adapters.columnar.ColumnarIntake.read`: ``(key, int time,
+columnar intake takes (:meth:`adapters.crosskey.columnar.ColumnarIntake.read`: ``(key, int time,
 {field: finite float})``, at least ``MIN_BATCH`` events); states that keep their event log.
 Anything else takes the per-key path, which is also the reference the tests compare with.
 
@@ -23,7 +23,7 @@ assignment pays at one window per event (``docs/benchmarks.md``). Here, per call
   ``int``, held in an object array); a key's open slice (the one the boundary is inside)
   continues with the kernel's fold;
 * closed slices of every key are arrays sorted by (key id, slice start): general stream
-  slicing (:mod:`adapters.slicing`, Traub et al., EDBT 2019). A due window ``[e - range,
+  slicing (:mod:`adapters.driver.time_lane`, Traub et al., EDBT 2019). A due window ``[e - range,
   e)`` is the reduction of its at most ``MAX_SLICES`` slices, all windows of the call in one
   ``ufunc.reduceat``: recalculation over slices, in C, which costs less than a
   ``swag_core`` structure's per-slice interpreter overhead while windows hold few slices.
@@ -43,12 +43,12 @@ import heapq
 from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from adapters.codec import encode_entry, encode_float_record_segment
-from adapters.columnar import key_time_order
-from adapters.results import LateEvent, Output
-from adapters.runtime import INF, pop_segments
-from adapters.slicing import TimeLane, _due_window_ends, end_after
-from adapters.state import KeyState, StateBackend
+from adapters.crosskey.columnar import key_time_order
+from adapters.driver.key_runtime import INF, pop_segments
+from adapters.driver.results import LateEvent, Output
+from adapters.driver.time_lane import TimeLane, _due_window_ends, end_after
+from adapters.state.backend import KeyState, StateBackend
+from adapters.state.codec import encode_entry, encode_float_record_segment
 
 try:
     import numpy as np
@@ -56,7 +56,7 @@ except ImportError:  # pragma: no cover - without NumPy the per-key path runs
     np = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from adapters.driver import WindowDriver
+    from adapters.driver.window_driver import WindowDriver
 
 #: Most slices a window may span for this runtime (range / slice width): it reduces each
 #: window's slices afresh (in C), where a structure pays O(1) interpreter-level calls per

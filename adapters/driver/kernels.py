@@ -3,7 +3,7 @@ C-level builtins instead of one ``lift`` and one ``combine`` call per event (``c
 events: the run's length).
 
 The driver's time lanes fold the released events of each slice into one partial aggregate
-(:mod:`adapters.slicing`). For ``max`` and ``min`` on a field, the lift returns the value
+(:mod:`adapters.driver.time_lane`). For ``max`` and ``min`` on a field, the lift returns the value
 itself once it has accepted it, and the combine is ``max`` keeping the older of equal values,
 ``min`` likewise; so the partial of a run ``x_1 .. x_n`` (time order) is exactly ``max(xs)``
 / ``min(xs)`` (the builtins keep the first of equal items). ``sum`` and ``mean`` share one
@@ -16,7 +16,7 @@ A kernel also has a batch check: a column of ``int`` / ``float`` values whose su
 holds no NaN, so every lift accepts it. Columns that fail the check take the per-event lift,
 which raises the exact error (the raw values are still what is stored).
 
-Missing values (``nulls="skip"``, :func:`adapters.specs.skipping_missing`): the pending
+Missing values (``nulls="skip"``, :func:`adapters.query.specs.skipping_missing`): the pending
 buffer holds ``None`` for a missing value (a NaN is stored as ``None`` too), and the batch
 check accepts ``None`` among the numbers. The fold is still the builtin's, because ``None``
 meets a number only by raising ``TypeError`` (``max``, ``<``, ``+``), and a run of one
@@ -24,7 +24,7 @@ meets a number only by raising ``TypeError`` (``max``, ``<``, ``+``), and a run 
 ``reduce(combine, map(lift, xs))`` with the output's own (skipping) lift and combine. So runs
 without a missing value cost one list of the run more than before.
 
-A kernel is used only for an output created by :func:`adapters.specs.parse_aggregation` for
+A kernel is used only for an output created by :func:`adapters.query.specs.parse_aggregation` for
 that function name, and (max, min, sum, mean) only if a probe at construction shows that the
 ``swag_core`` aggregation's lift and combine agree with it; ``count`` of events needs no
 probe: it is the built-in :class:`~swag_core.aggregations.Count` class itself, whose lift
@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from functools import reduce
 from typing import Any, NamedTuple
 
-from adapters.specs import AggSpec, plain_field
+from adapters.query.specs import AggSpec, plain_field
 from swag_core import Aggregation
 from swag_core.aggregations import Count, Max, Mean, Min, Sum
 from swag_core.exact import ONE_VALUE, lift_int, sum_floats

@@ -12,7 +12,7 @@ same three operations, called by the driver:
   retained released records after a cache miss.
 
 Time-keyed lanes (sliding, tumbling, over windows, with stream slicing) are in
-:mod:`adapters.slicing`.
+:mod:`adapters.driver.time_lane`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from adapters.driver.key_runtime import INF, LIFTED, POLICY, TIME, KeyRuntime, LaneState, Record
 from adapters.errors import StateError
-from adapters.runtime import INF, LIFTED, POLICY, TIME, KeyRuntime, LaneState, Record
-from adapters.specs import CountWindow, PolicyWindow
+from adapters.query.specs import CountWindow, PolicyWindow
 from swag_core import Aggregation, Window
 
 _ORDER = operator.itemgetter(0, 1)

@@ -17,20 +17,16 @@ How one key is processed (``docs/adapters.md`` has the full story):
 * When ``W`` advances, pending events with ``time < B`` are *released*: no event older than
   ``B`` can be accepted any more, so they go to the lanes in ``(time, arrival)`` order, which
   keeps every structure in order. Sliding, tumbling and OVER windows are answered from
-  *slices* (:mod:`adapters.slicing`), count and policy windows per event
-  (:mod:`adapters.lanes`). Due windows (``end <= B``; per-event rows for ``t < B``; count and
-  policy rows for released events) are emitted in time order, the structures are
+  *slices* (:mod:`adapters.driver.time_lane`), count and policy windows per event
+  (:mod:`adapters.driver.position_lanes`). Due windows (``end <= B``; per-event rows for ``t < B``;
+  count and policy rows for released events) are emitted in time order, the structures are
   bulk-evicted, and log entries no window can need are removed.
 * The structures live in a process-local cache; the engine's state holds only the raw event
   log and a small metadata value, from which the cache is rebuilt on a miss (restart,
   rescaling, cache eviction). A random nonce in the metadata detects a cache that does not
   match the engine's state (e.g. after a restore from an older checkpoint).
 
-Module layout: :mod:`adapters.intake` (validation, lifting and encoding of a call's events),
-:mod:`adapters.slicing` (the time lane), :mod:`adapters.lanes` (count and policy lanes),
-:mod:`adapters.policy` (policy measures), :mod:`adapters.runtime` (the cached per-key
-runtime), :mod:`adapters.results` and :mod:`adapters.times` (public result types, time
-parsing).
+The modules it is made of are listed in :mod:`adapters.driver`.
 """
 
 from __future__ import annotations
@@ -43,16 +39,11 @@ from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
-from adapters.batch_runtime import BatchRuntime
-from adapters.codec import CODEC_VERSION, decode_entry, decode_meta
-from adapters.columnar import ColumnarIntake, KeyColumns
-from adapters.errors import BadEventError, CodecError, StateError
-from adapters.intake import Accepted, Intake, PolicyMeasure
-from adapters.kernels import Kernel, kernel_for
-from adapters.lanes import CountLane, PolicyLane
-from adapters.policy import pair_aggregation, policy_measure, policy_rule
-from adapters.results import KeyInfo, LateEvent, Output
-from adapters.runtime import (
+from adapters.crosskey.batch_runtime import BatchRuntime
+from adapters.crosskey.columnar import ColumnarIntake, KeyColumns
+from adapters.driver.intake import Accepted, Intake, PolicyMeasure
+from adapters.driver.kernels import Kernel, kernel_for
+from adapters.driver.key_runtime import (
     INF,
     TIME,
     KeyCounters,
@@ -61,9 +52,13 @@ from adapters.runtime import (
     Record,
     pop_segments,
 )
-from adapters.selection import capability_problem, choose_algorithm
-from adapters.slicing import TimeLane, end_after, slice_grid
-from adapters.specs import (
+from adapters.driver.position_lanes import CountLane, PolicyLane
+from adapters.driver.results import KeyInfo, LateEvent, Output
+from adapters.driver.selection import capability_problem, choose_algorithm
+from adapters.driver.time_lane import TimeLane, end_after, slice_grid
+from adapters.errors import BadEventError, CodecError, StateError
+from adapters.query.policy import pair_aggregation, policy_measure, policy_rule
+from adapters.query.specs import (
     CountWindow,
     OverWindow,
     PolicyWindow,
@@ -72,8 +67,9 @@ from adapters.specs import (
     lifted_aggregation,
     parse_query,
 )
-from adapters.state import KeyState, MemoryStateBackend, StateBackend
-from adapters.times import END_OF_INPUT, parse_time, parse_watermark
+from adapters.query.times import END_OF_INPUT, parse_time, parse_watermark
+from adapters.state.backend import KeyState, MemoryStateBackend, StateBackend
+from adapters.state.codec import CODEC_VERSION, decode_entry, decode_meta
 from swag_core import make_window
 
 _nonce = random.Random()
@@ -85,7 +81,7 @@ _NOTHING: Accepted = ([], None, ())  # no events (never modified)
 
 
 #: A validated call for one key, ready to apply: key, state, runtime, watermark and the
-#: accepted events (:data:`adapters.intake.Accepted`).
+#: accepted events (:data:`adapters.driver.intake.Accepted`).
 _Prepared = tuple[Any, KeyState, KeyRuntime, "int | float", Accepted]
 
 
@@ -137,19 +133,19 @@ class WindowDriver:
     """Per-key window state machine shared by every engine adapter.
 
     Args:
-        query: a :class:`~adapters.specs.Query` or its dict form.
+        query: a :class:`~adapters.query.specs.Query` or its dict form.
         algorithm: force a ``swag_core`` algorithm for the time and count structures
             (overrides ``query.algorithm``); policy windows use it only if it has
-            ``enforce``. Default: :func:`~adapters.selection.choose_algorithm`.
+            ``enforce``. Default: :func:`~adapters.driver.selection.choose_algorithm`.
         backend: state used when a call passes no ``state`` (default: a fresh
-            :class:`~adapters.state.MemoryStateBackend`, handy outside engines).
+            :class:`~adapters.state.backend.MemoryStateBackend`, handy outside engines).
         max_cached_keys: bound of the process-local structure cache (least recently used
             keys are dropped and rebuilt from state when they come back); ``None``: no bound.
         time_field: the name used for the event time in error messages.
         columnar: let :meth:`process_batch` and :meth:`advance_keys` use NumPy when the
             query and the batch allow it: the cross-key batch runtime
-            (:mod:`adapters.batch_runtime`) or else the columnar intake
-            (:mod:`adapters.columnar`); the same rows, late events, timers and errors
+            (:mod:`adapters.crosskey.batch_runtime`) or else the columnar intake
+            (:mod:`adapters.crosskey.columnar`); the same rows, late events, timers and errors
             either way, window sums of floats within rounding (``False``: always the
             per-key path).
 
@@ -178,7 +174,7 @@ class WindowDriver:
         count_specs = [(i, w) for i, w in enumerate(q.windows) if isinstance(w, CountWindow)]
         policy_specs = [(i, w) for i, w in enumerate(q.windows) if isinstance(w, PolicyWindow)]
         time_groups = self._group(time_specs, forced)
-        # Kernel mode (adapters.kernels): every output has a kernel and every lane is a
+        # Kernel mode (adapters.driver.kernels): every output has a kernel and every lane is a
         # sliced time lane, so no lane needs per-event lifted values.
         found = [k for k in map(kernel_for, q.aggregations) if k is not None]
         kernels: list[Kernel] | None = found if (
@@ -238,8 +234,8 @@ class WindowDriver:
     @property
     def batch_runtime(self) -> bool:
         """Whether :meth:`process_batch` and :meth:`advance_keys` use the cross-key batch
-        runtime for this query (:mod:`adapters.batch_runtime`: windows reduced from slices in
-        NumPy, not by :attr:`structures`, which the per-key calls use)."""
+        runtime for this query (:mod:`adapters.crosskey.batch_runtime`: windows reduced from
+        slices in NumPy, not by :attr:`structures`, which the per-key calls use)."""
         return self._batch is not None
 
     # ------------------------------------------------------------------ public API
@@ -291,7 +287,7 @@ class WindowDriver:
         Every event of every key is validated before any state changes, so a
         :class:`~adapters.errors.BadEventError` leaves all keys unchanged. Rows, late events
         and timers come per key in order of first appearance; with :attr:`batch_runtime` the
-        keys are processed together (:mod:`adapters.batch_runtime`), with the same results.
+        keys are processed together (:mod:`adapters.crosskey.batch_runtime`), with the same results.
         """
         backend = backend if backend is not None else self.backend
         if type(events) is not list and type(events) is not tuple:
