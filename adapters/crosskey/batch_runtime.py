@@ -4,7 +4,7 @@ per-window work done once per call in NumPy over all keys instead of per key in 
 
 What it covers: one sliding or tumbling window spec; one output that is ``max``, ``min``,
 ``sum`` or ``mean`` of a field (a kernel, :mod:`adapters.driver.kernels`); at most
-:data:`MAX_SLICES` slices per window; no forced algorithm; no bound on the cache; batches the
+:data:`MAX_SLICES` slices per window; no forced algorithm; batches the
 columnar intake takes (:meth:`adapters.crosskey.columnar.ColumnarIntake.read`: ``(key, int time,
 {field: finite float})``, at least ``MIN_BATCH`` events); states that keep their event log.
 Anything else takes the per-key path, which is also the reference the tests compare with.
@@ -30,11 +30,15 @@ assignment pays at one window per event (``docs/benchmarks.md``). Here, per call
   Window sums add exact int partials (``np.add`` on Python ints), so NumPy's order changes
   nothing: the rows equal the per-key path's bit for bit.
 
-State is the per-key path's, written the same way (one log entry per key and call, the
-metadata with a fresh nonce, log entries removed once no window needs them), so either path
-continues from what the other wrote, and restarts rebuild from it. A key's cached runtime
-is checked against its metadata before use, as the per-key cache is: a key written by the
-per-key path (or restored from a checkpoint) is reloaded.
+Everything else about a key goes through the driver's
+:class:`~adapters.driver.key_store.KeyStore`, the seam both paths share: loading (a key this
+runtime does not hold, or holds stale, is loaded there, rebuilt from its log on a miss, and
+taken over), the state writes (one log entry per key and call, the metadata with a fresh
+nonce), the trim point and which log entries go, and the timers. So the state is the per-key
+path's, either path continues from what the other wrote, restarts rebuild from it, and a
+key's cached runtime is checked against its metadata before use, as the per-key cache is.
+With ``max_cached_keys`` this runtime keeps at most that many keys between calls, least
+recently used out first (:meth:`BatchRuntime._bound_cache`).
 """
 
 from __future__ import annotations

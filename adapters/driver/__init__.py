@@ -6,6 +6,9 @@
 * :mod:`~adapters.driver.kernels`: built-in aggregations folded over runs with C builtins;
 * :mod:`~adapters.driver.key_runtime`: the cached in-memory runtime of one key (pending
   buffer, lane states), rebuilt from the engine's state on a cache miss;
+* :mod:`~adapters.driver.key_store`: the seam the per-key and the cross-key paths share
+  (``driver.key_store``): loading, caching and rebuilding a key's runtime, its state writes,
+  its timer, and release / emit / evict / log trimming;
 * lanes, one structure per key each: :mod:`~adapters.driver.time_lane` (sliding, tumbling and
   OVER windows over time slices) and :mod:`~adapters.driver.position_lanes` (count and policy
   windows, one entry per event);

@@ -4,10 +4,14 @@ An engine adapter calls :meth:`WindowDriver.process` when events arrive for a ke
 ``processElement``, Beam ``process``, Spark ``handleInputRows``) and
 :meth:`WindowDriver.advance_watermark` when the key's timer fires (``onTimer``,
 ``on_timer``, ``handleExpiredTimer``); both return an :class:`Output` with the rows to emit,
-the late events (for a side output) and the time of the key's next timer. Everything else is
-here, written once: lateness, the pending buffer, watermark-driven release into the
-structures, emission of due windows in time order, bulk eviction, the state layout and its
-codec.
+the late events (for a side output) and the time of the key's next timer. For many keys at
+once it offers :meth:`WindowDriver.process_batch` and :meth:`WindowDriver.advance_keys`,
+which run the cross-key NumPy runtime (:mod:`adapters.crosskey.batch_runtime`) where the
+query allows, else these per-key calls. Everything else is written once, behind these
+methods: lateness, the pending buffer, watermark-driven release into the structures,
+emission of due windows in time order, bulk eviction, the state layout and its codec. What
+happens to one key between calls (load, save, timer, release / emit / evict / trim) is the
+driver's :class:`~adapters.driver.key_store.KeyStore`, which both paths use.
 
 How one key is processed (``docs/adapters.md`` has the full story):
 
