@@ -16,7 +16,8 @@
 * :mod:`~adapters.driver.results`: what driver calls return.
 """
 
+from adapters.driver.key_store import KeyStore
 from adapters.driver.results import KeyInfo, LateEvent, Output
 from adapters.driver.window_driver import WindowDriver
 
-__all__ = ["KeyInfo", "LateEvent", "Output", "WindowDriver"]
+__all__ = ["KeyInfo", "KeyStore", "LateEvent", "Output", "WindowDriver"]
