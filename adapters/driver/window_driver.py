@@ -121,14 +121,15 @@ class WindowDriver:
         backend: state used when a call passes no ``state`` (default: a fresh
             :class:`~adapters.state.backend.MemoryStateBackend`, handy outside engines).
         max_cached_keys: bound of the process-local structure cache (least recently used
-            keys are dropped and rebuilt from state when they come back); ``None``: no bound.
+            keys are dropped and rebuilt from state when they come back); the per-key cache
+            and the cross-key runtime each keep at most this many keys between calls;
+            ``None``: no bound.
         time_field: the name used for the event time in error messages.
         columnar: let :meth:`process_batch` and :meth:`advance_keys` use NumPy when the
             query and the batch allow it: the cross-key batch runtime
             (:mod:`adapters.crosskey.batch_runtime`) or else the columnar intake
-            (:mod:`adapters.crosskey.columnar`); the same rows, late events, timers and errors
-            either way, window sums of floats within rounding (``False``: always the
-            per-key path).
+            (:mod:`adapters.crosskey.columnar`); the same rows (bit for bit), late events,
+            timers and errors either way (``False``: always the per-key path).
 
     Thread safety: one driver per engine task/operator instance; calls must not overlap.
     """
