@@ -4,7 +4,7 @@ per-window work done once per call in NumPy over all keys instead of per key in 
 
 What it covers: one sliding or tumbling window spec; one output that is ``max``, ``min``,
 ``sum`` or ``mean`` of a field (a kernel, :mod:`adapters.driver.kernels`); at most
-:data:`MAX_SLICES` slices per window; no forced algorithm; no bound on the cache; batches the
+:data:`MAX_SLICES` slices per window; no forced algorithm; batches the
 columnar intake takes (:meth:`adapters.crosskey.columnar.ColumnarIntake.read`: ``(key, int time,
 {field: finite float})``, at least ``MIN_BATCH`` events); states that keep their event log.
 Anything else takes the per-key path, which is also the reference the tests compare with.
@@ -30,23 +30,31 @@ assignment pays at one window per event (``docs/benchmarks.md``). Here, per call
   Window sums add exact int partials (``np.add`` on Python ints), so NumPy's order changes
   nothing: the rows equal the per-key path's bit for bit.
 
-State is the per-key path's, written the same way (one log entry per key and call, the
-metadata with a fresh nonce, log entries removed once no window needs them), so either path
-continues from what the other wrote, and restarts rebuild from it. A key's cached runtime
-is checked against its metadata before use, as the per-key cache is: a key written by the
-per-key path (or restored from a checkpoint) is reloaded.
+Everything else about a key goes through the driver's
+:class:`~adapters.driver.key_store.KeyStore`, the seam both paths share: loading (a key this
+runtime does not hold, or holds stale, is loaded there, rebuilt from its log on a miss, and
+taken over), the state writes (one log entry per key and call, the metadata with a fresh
+nonce), the trim point and which log entries go, and the timers. So the state is the per-key
+path's, either path continues from what the other wrote, restarts rebuild from it, and a
+key's cached runtime is checked against its metadata before use, as the per-key cache is.
+With ``max_cached_keys`` this runtime keeps at most that many keys between calls, least
+recently used out first (:meth:`BatchRuntime._bound_cache`).
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
+from collections import OrderedDict
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
-from adapters.crosskey.columnar import key_time_order
-from adapters.driver.key_runtime import INF, pop_segments
+from adapters.crosskey.columnar import BatchColumns, ColumnarIntake, key_time_order
+from adapters.driver.key_runtime import INF
+from adapters.driver.key_store import KeyStore, Removal
 from adapters.driver.results import LateEvent, Output
-from adapters.driver.time_lane import TimeLane, _due_window_ends, end_after
+from adapters.driver.time_lane import TimeLane, due_window_ends, end_after
+from adapters.query.specs import AggSpec
 from adapters.state.backend import KeyState, StateBackend
 from adapters.state.codec import encode_entry, encode_float_record_segment
 
@@ -54,9 +62,6 @@ try:
     import numpy as np
 except ImportError:  # pragma: no cover - without NumPy the per-key path runs
     np = None  # type: ignore[assignment]
-
-if TYPE_CHECKING:
-    from adapters.driver.window_driver import WindowDriver
 
 #: Most slices a window may span for this runtime (range / slice width): it reduces each
 #: window's slices afresh (in C), where a structure pays O(1) interpreter-level calls per
@@ -66,7 +71,7 @@ if TYPE_CHECKING:
 MAX_SLICES = 2048
 _I64_MIN, _I64_MAX = -2**63, 2**63 - 1
 #: due windows of one key enumerated arithmetically up to this many, empty ones dropped in
-#: bulk (more: a gap in the key's data; ``slicing._due_window_ends`` skips the empty windows
+#: bulk (more: a gap in the key's data; ``time_lane.due_window_ends`` skips the empty windows
 #: by binary search). Measured against that generator for every key: the same at k = 60,
 #: 20% faster at k = 360 (1,580-1,980 vs 2,190-2,300 ns/event, Max, 3 runs each).
 _DENSE_WINDOWS = 4096
@@ -132,14 +137,74 @@ class _Key:
         self.segments: list[tuple[int, int]] = []  # (newest time, seq) of the log entries
 
 
-class BatchRuntime:
-    """See the module docstring. Build it with :meth:`for_driver` (``None``: not covered)."""
+class _New(NamedTuple):
+    """The accepted new events of a call, sorted by (key id, time, arrival)."""
 
-    def __init__(self, driver: WindowDriver, lane: TimeLane, fn: str) -> None:
-        assert lane.kernels is not None and driver._columnar is not None
-        self._driver = driver
-        self._intake = driver._columnar
-        self._field = driver._columnar.field
+    #: per key position in the call: its late events (arrival order), if any
+    late_of: dict[int, list[LateEvent]]
+    #: per key position: its rows ``lo .. hi - 1`` of the sorted arrays
+    lo: list[int]
+    hi: list[int]
+    #: per key position: its newest new event time (if it has one)
+    newest: list[int]
+    #: the sorted times and values as little-endian bytes (log segments are slices of them)
+    t_bytes: bytes
+    x_bytes: bytes
+    times: Any
+    values: Any
+
+
+#: a call without new events
+_NO_NEW = _New({}, [], [], [], b"", b"", None, None)
+
+
+class _Runs:
+    """The released events of a call as (key, slice) runs, each with its slice partial."""
+
+    __slots__ = ("at", "closes", "end", "hi", "ids", "lo", "parts", "rel_n", "starts", "x")
+
+    def __init__(self, nkeys: int) -> None:
+        #: per key position: its runs ``lo .. hi - 1`` and its number of released events
+        self.lo = self.hi = self.rel_n = [0] * nkeys
+        self.ids: Any = None     # per run: key id, slice start, rows at .. end - 1 of x
+        self.starts: Any = None
+        self.at: Any = None
+        self.end: Any = None
+        self.x: Any = None
+        self.parts: list[Any] = []  # per run: the slice partial (component arrays)
+        self.closes: Any = None     # per run: whether it closes (else it stays open)
+
+    def __len__(self) -> int:
+        return 0 if self.ids is None else len(self.ids)
+
+
+class _Step:
+    """What the per-key part of a call decided, for the array work and writes after it."""
+
+    __slots__ = ("closing", "need_at", "need_beyond", "need_of", "windows", "writes")
+
+    def __init__(self, nid: int) -> None:
+        #: open slices that closed: (key id, start, partial)
+        self.closing: list[tuple[int, int, Any]] = []
+        #: advancing keys: (position, old boundary, new boundary)
+        self.windows: list[tuple[int, int | float, int | float]] = []
+        #: per key that changed: (position, log removal, log entry, late events)
+        self.writes: list[tuple[int, Removal, Any, list[LateEvent] | None]] = []
+        #: per key id: closed slices before ``need_at`` go (all of them if ``need_beyond``)
+        self.need_at = np.full(nid, _I64_MIN, np.int64)
+        self.need_beyond = np.zeros(nid, bool)
+        self.need_of: dict[int | float, int | float] = {}  # keys of a call mostly share B
+
+
+class BatchRuntime:
+    """See the module docstring. Build it with :meth:`for_query` (``None``: not covered)."""
+
+    def __init__(self, store: KeyStore, intake: ColumnarIntake, lane: TimeLane,
+                 fn: str) -> None:
+        assert lane.kernels is not None
+        self._store = store
+        self._intake = intake
+        self._field = intake.field
         self._lane = lane
         self._fn = fn
         self._fold, self._fold_onto = lane.kernels[0].fold, lane.kernels[0].fold_onto
@@ -148,14 +213,18 @@ class BatchRuntime:
         self._select = {"max": np.maximum, "min": np.minimum}.get(fn)
         self._part_type = np.float64 if self._select is not None else object
         self._g, self._base = lane.width, lane.base
-        _, self._idx, self._r, self._s, self._e0 = lane._sliding[0]
+        _, self._idx, self._r, self._s, self._e0 = lane.sliding[0]
         assert lane.out is not None  # one output: rows get row[out] = value
         self._out: str = lane.out
-        self._lower = driver._finish
-        self._lateness = driver.allowed_lateness
-        self._keys: dict[Any, _Key] = {}
-        #: every key's id (its rows in the arrays); ids are never reused
-        self._ids: dict[Any, int] = {}
+        self._lower = lane.aggregation.lower_fn
+        self._lateness = store.lateness
+        #: the cached keys, least recently used first (bounded by ``store.max_cached``
+        #: after each call)
+        self._keys: OrderedDict[Any, _Key] = OrderedDict()
+        #: ids of dropped keys, reused (so per-call arrays indexed by id stay as small as
+        #: the keys held), and the next new id
+        self._free_ids: list[int] = []
+        self._next_id = 0
         self._clear_arrays()
 
     def _clear_arrays(self) -> None:
@@ -166,31 +235,34 @@ class BatchRuntime:
         self._closed: tuple[Any, ...] = (i64, i64, np.zeros(0, self._part_type))
 
     @classmethod
-    def for_driver(cls, driver: WindowDriver, forced: str | None) -> BatchRuntime | None:
-        """The runtime of ``driver``'s query, or ``None`` if it does not cover it."""
-        lanes = driver._lanes
-        if (np is None or driver._columnar is None or forced is not None
-                or driver._max_cached is not None or len(lanes) != 1
-                or not isinstance(lanes[0], TimeLane) or len(driver._agg_specs) != 1):
+    def for_query(cls, store: KeyStore, intake: ColumnarIntake,
+                  aggregations: Sequence[AggSpec], forced: str | None) -> BatchRuntime | None:
+        """The runtime of the query whose keys ``store`` holds and whose batches ``intake``
+        reads (``aggregations``: its outputs; ``forced``: a forced algorithm), or ``None`` if
+        it does not cover it."""
+        lanes = store.lanes
+        if (np is None or forced is not None or len(lanes) != 1
+                or not isinstance(lanes[0], TimeLane) or len(aggregations) != 1):
             return None
         lane = lanes[0]
         kernels = lane.kernels
-        if not lane._single or kernels is None or len(kernels) != 1 or kernels[0].field is None:
+        if not lane.single or kernels is None or len(kernels) != 1 or kernels[0].field is None:
             return None
-        fn = driver._agg_specs[0].fn
-        if fn not in _FNS or lane._sliding[0][2] // lane.width > MAX_SLICES:
+        fn = aggregations[0].fn
+        if fn not in _FNS or lane.sliding[0][2] // lane.width > MAX_SLICES:
             return None
         probe = object()
-        if fn in ("max", "min") and driver._finish(probe) is not probe:
+        if fn in ("max", "min") and lane.aggregation.lower_fn(probe) is not probe:
             return None  # max and min results are their partials
-        return cls(driver, lane, fn)
+        return cls(store, intake, lane, fn)
 
     # ------------------------------------------------------------------ cache
     def drop(self, key: Hashable | None = None) -> None:
         """Forget the cached runtime of ``key`` (all keys if ``None``)."""
         if key is None:
             self._keys.clear()
-            self._ids.clear()
+            self._free_ids.clear()
+            self._next_id = 0
             self._clear_arrays()
         else:
             self._drop_keys([key])
@@ -205,6 +277,21 @@ class BatchRuntime:
             ids = np.array(gone, np.int64)
             self._pending = _take(self._pending, ~np.isin(self._pending[0], ids))
             self._closed = _take(self._closed, ~np.isin(self._closed[0], ids))
+            self._free_ids.extend(gone)
+
+    def _bound_cache(self, touched: Sequence[Any]) -> None:
+        """Mark ``touched`` (keys of a call, in the order the per-key path last touches
+        them) as the most recently used and drop the least recently used keys beyond
+        ``max_cached_keys``: the same keys the per-key path's cache keeps."""
+        bound = self._store.max_cached
+        if bound is None:
+            return
+        cached = self._keys
+        for key in touched:
+            if key in cached:
+                cached.move_to_end(key)
+        if len(cached) > bound:
+            self._drop_keys(list(itertools.islice(cached, len(cached) - bound)))
 
     def _components(self, part: Any) -> tuple[Any, ...]:
         """A slice partial as the closed arrays' components, checked to fit them exactly."""
@@ -221,31 +308,49 @@ class BatchRuntime:
         if k is not None and (k.meta_bytes is meta or k.meta_bytes == meta):
             return k
         stale = k is not None  # the arrays hold the rows of an older runtime of the key
-        ident = self._ids.setdefault(key, len(self._ids))
+        if k is not None:
+            ident = k.id
+        elif self._free_ids:
+            ident = self._free_ids.pop()
+        else:
+            ident, self._next_id = self._next_id, self._next_id + 1
         k = _Key(ident)
         pending: list[Any] = []
         closed: list[tuple[int, Any]] = []
         if meta is not None:
-            # the per-key path rebuilds (or holds) the key's runtime; take it over
-            driver = self._driver
-            rt = driver._load(key, state, meta)
-            pending = sorted(rt.pending, key=lambda rec: rec[0])  # stable: (time, arrival)
-            if any(type(rec[1]) is not float for rec in pending):
-                raise _NotCovered  # e.g. NumPy floats the per-key path holds as they came
-            ls = rt.lanes[0]
-            closed = [(start, self._components(part)) for start, part in ls.w.items()]
-            if ls.open_acc is not None:
-                self._components(ls.open_acc)
-            # taken over (only now: if this key is refused, its per-key cache stays)
-            driver._cache.pop(key, None)
-            k.meta_bytes = meta
-            k.wm, k.seq, k.released, k.late = rt.wm, rt.seq, rt.released, rt.late
-            k.segments = list(rt.segments)
-            k.open_start, k.open_acc = ls.open_start, ls.open_acc
+            try:
+                pending, closed = self._take_over(key, state, meta, k)
+            except BaseException:
+                if not stale:
+                    self._free_ids.append(ident)  # never used
+                raise
         if stale or pending or closed:
             reload.append((ident, pending, closed))
         self._keys[key] = k
         return k
+
+    def _take_over(self, key: Any, state: KeyState, meta: bytes, k: _Key
+                   ) -> tuple[list[Any], list[tuple[int, Any]]]:
+        """Take the key's runtime over from the per-key path, which rebuilds (or holds) it:
+        its counters, log entries and open slice into ``k``; returns its pending records and
+        closed slices. :class:`_NotCovered` (nothing changed) if it holds what the arrays
+        cannot hold exactly."""
+        store = self._store
+        rt = store.load(key, state, meta)
+        pending = sorted(rt.pending, key=lambda rec: rec[0])  # stable: (time, arrival)
+        if any(type(rec[1]) is not float for rec in pending):
+            raise _NotCovered  # e.g. NumPy floats the per-key path holds as they came
+        ls = rt.lanes[0]
+        closed = [(start, self._components(part)) for start, part in ls.w.items()]
+        if ls.open_acc is not None:
+            self._components(ls.open_acc)
+        # taken over (only now: if this key is refused, its per-key cache stays)
+        store.forget(key)
+        k.meta_bytes = meta
+        k.wm, k.seq, k.released, k.late = rt.wm, rt.seq, rt.released, rt.late
+        k.segments = list(rt.segments)
+        k.open_start, k.open_acc = ls.open_start, ls.open_acc
+        return pending, closed
 
     def _replace(self, reload: list[tuple[int, Any, Any]]) -> None:
         """Put the rows of reloaded keys in place of what the arrays held for them."""
@@ -273,7 +378,7 @@ class BatchRuntime:
         cols = self._intake.read(events)
         if cols is None:
             return False
-        return self._run(cols.keys, backend, watermark, out, cols)
+        return self._run(cols.keys, backend, watermark, out, cols, cols.keys)
 
     def advance(self, keys: Sequence[Any], backend: StateBackend, watermark: int | float,
                 out: Output) -> bool:
@@ -282,10 +387,13 @@ class BatchRuntime:
             distinct = list(dict.fromkeys(keys))
         except TypeError:  # an unhashable key: the per-key path reports it
             return False
-        return self._run(distinct, backend, watermark, out, None)
+        # the per-key path touches a repeated key again at its last place
+        touched = list(dict.fromkeys(reversed(keys)))[::-1] \
+            if len(distinct) < len(keys) and self._store.max_cached is not None else distinct
+        return self._run(distinct, backend, watermark, out, None, touched)
 
     def _run(self, keys: list[Any], backend: StateBackend, watermark: int | float | None,
-             out: Output, cols: Any) -> bool:
+             out: Output, cols: Any, touched: Sequence[Any]) -> bool:
         states = [backend.key_state(key) for key in keys]
         if not all(getattr(state, "keeps_log", True) for state in states):
             return False  # no log to rebuild from: the per-key path keeps such keys
@@ -300,21 +408,51 @@ class BatchRuntime:
         except BaseException:
             self.drop()  # the cache may be half-changed: reload everything from state
             raise
+        self._bound_cache(touched)
         return True
 
     # ------------------------------------------------------------------ one call
     def _apply(self, keys: list[Any], states: list[KeyState], watermark: int | float | None,
-               out: Output, cols: Any) -> None:
+               out: Output, cols: BatchColumns | None) -> None:
+        """One call: load the keys, release their pending events, take the new ones, fold
+        the released into slices, advance each key, emit the due windows, write the state,
+        compute the timers."""
         reload: list[tuple[int, Any, Any]] = []
         ks = [self._key(key, state, reload) for key, state in zip(keys, states)]
         if reload:
             self._replace(reload)
-        lateness = self._lateness
-        nkeys = len(ks)
         ids = np.array([k.id for k in ks], np.int64)
-        # Per key: its new watermark, and the boundary B as int64 for the arrays (events
-        # with time < bound are late/released; `beyond`: B exceeds every int64 time).
-        nid = len(self._ids)
+        marks, bound, beyond = self._boundaries(ks, watermark)
+        released = self._release(bound, beyond)
+        new = _NO_NEW if cols is None else self._accept(cols, keys, ids, bound, beyond)
+        runs = self._runs(released, ks, ids)
+        step = _Step(self._next_id)
+        for pos, k in enumerate(ks):
+            self._advance_key(pos, k, marks[pos], runs, new, step)
+        # closed slices into the shared arrays, then every due window at once
+        if len(runs) or step.closing:
+            self._add_closed(runs, step.closing)
+        if step.windows:
+            self._emit(keys, ids, step.windows, out.rows)
+            closed = self._closed
+            keep = ~((closed[1] < step.need_at[closed[0]]) | step.need_beyond[closed[0]])
+            if not keep.all():
+                self._closed = _take(closed, keep)
+        # state writes, then timers
+        write = self._store.write
+        for pos, removal, entry, late_events in step.writes:
+            if late_events:
+                out.late.extend(late_events)
+            write(states[pos], ks[pos], removal, entry)
+        self._timers(keys, ks, ids, out.timers)
+
+    def _boundaries(self, ks: list[_Key], watermark: int | float | None
+                    ) -> tuple[list[int | float], Any, Any]:
+        """Per key: its new watermark; per key id: the boundary ``B = watermark - lateness``
+        as int64 for the arrays (events with ``time < B`` are late or released) and whether
+        ``B`` exceeds every int64 time."""
+        lateness = self._lateness
+        nid = self._next_id
         bound = np.full(nid, _I64_MIN, np.int64)
         beyond = np.zeros(nid, bool)
         marks: list[int | float] = []
@@ -326,148 +464,146 @@ class BatchRuntime:
                 beyond[k.id] = True
             elif b > _I64_MIN:
                 bound[k.id] = int(b)
+        return marks, bound, beyond
 
-        # release: pending events older than their key's boundary (a prefix of each key's)
+    def _release(self, bound: Any, beyond: Any) -> tuple[Any, ...]:
+        """Take the pending events older than their key's boundary (a prefix of each key's)
+        out of the pending arrays; returns them as ``(ids, times, values)``."""
         pending = self._pending
         rel = (pending[1] < bound[pending[0]]) | beyond[pending[0]]
-        if rel.any():
-            rid, rtime, rx = _take(pending, rel)
-            pending = _take(pending, ~rel)
-        else:  # nothing released (e.g. a batch under an unchanged watermark): no copies
-            rid, rtime, rx = _take(pending, slice(0, 0))
+        if not rel.any():  # nothing released (e.g. a batch under an unchanged watermark)
+            return _take(pending, slice(0, 0))
+        self._pending = _take(pending, ~rel)
+        return _take(pending, rel)
 
-        # new events: late ones out, the rest sorted by (key, time, arrival) into pending
+    def _accept(self, cols: BatchColumns, keys: list[Any], ids: Any, bound: Any,
+                beyond: Any) -> _New:
+        """The batch's late events out, the rest sorted by (key, time, arrival) and merged
+        into the pending arrays."""
         late_of: dict[int, list[LateEvent]] = {}
-        new_lo: list[int] = [0] * nkeys
-        new_hi: list[int] = new_lo
-        if cols is not None:
-            ev_id = ids[cols.codes]
-            t, x = cols.times, cols.values
-            late = (t < bound[ev_id]) | beyond[ev_id]
-            if late.any():
-                at = np.flatnonzero(late)
-                for i, code, time in zip(at.tolist(), cols.codes[at].tolist(),
-                                         t[at].tolist()):
-                    late_of.setdefault(code, []).append(
-                        LateEvent(keys[code], time, cols.events[i][2]))
-                ok = ~late
-                ev_id, t, x = ev_id[ok], t[ok], x[ok]
-            order = key_time_order(ev_id, t)  # ties stay in arrival order
-            new = (ev_id[order], t[order], x[order])
-            new_lo = np.searchsorted(new[0], ids, "left").tolist()
-            new_hi = np.searchsorted(new[0], ids, "right").tolist()
-            new_t_bytes = new[1].astype("<i8", copy=False).tobytes()
-            new_x_bytes = new[2].astype("<f8", copy=False).tobytes()
-            newest = new[1][np.maximum(np.array(new_hi) - 1, 0)].tolist() if len(t) else []
-            pending = _merge(pending, new)
-        self._pending = pending
+        ev_id = ids[cols.codes]
+        t, x = cols.times, cols.values
+        late = (t < bound[ev_id]) | beyond[ev_id]
+        if late.any():
+            at = np.flatnonzero(late)
+            for i, code, time in zip(at.tolist(), cols.codes[at].tolist(), t[at].tolist()):
+                late_of.setdefault(code, []).append(
+                    LateEvent(keys[code], time, cols.events[i][2]))
+            ok = ~late
+            ev_id, t, x = ev_id[ok], t[ok], x[ok]
+        order = key_time_order(ev_id, t)  # ties stay in arrival order
+        new = (ev_id[order], t[order], x[order])
+        lo = np.searchsorted(new[0], ids, "left").tolist()
+        hi = np.searchsorted(new[0], ids, "right").tolist()
+        newest = new[1][np.maximum(np.array(hi) - 1, 0)].tolist() if len(t) else []
+        self._pending = _merge(self._pending, new)
+        return _New(late_of, lo, hi, newest, new[1].astype("<i8", copy=False).tobytes(),
+                    new[2].astype("<f8", copy=False).tobytes(), new[1], new[2])
 
-        # released events as (key, slice) runs, each with its slice partial
+    def _runs(self, released: tuple[Any, ...], ks: list[_Key], ids: Any) -> _Runs:
+        """The released events as (key, slice) runs with their slice partials; a key's
+        first run that continues its open slice is left for :meth:`_advance_key`."""
+        runs = _Runs(len(ks))
+        rid, rtime, rx = released
+        if not len(rid):
+            return runs
         g, base = self._g, self._base
-        run_lo = run_hi = rel_n = [0] * nkeys
-        if len(rid):
-            sl = rtime - (rtime - base) % g
-            cut = np.flatnonzero((rid[1:] != rid[:-1]) | (sl[1:] != sl[:-1])) + 1
-            run_at = np.concatenate(([0], cut))
-            run_end = np.concatenate((cut, [len(rid)]))
-            run_id, run_start = rid[run_at], sl[run_at]
-            run_lo = np.searchsorted(run_id, ids, "left").tolist()
-            run_hi = np.searchsorted(run_id, ids, "right").tolist()
-            rel_n = (np.searchsorted(rid, ids, "right")
-                     - np.searchsorted(rid, ids, "left")).tolist()
-            # a key's first run may continue its open slice: folded onto it below instead
-            open_at = np.array([k.open_start if k.open_start is not None else _I64_MIN
-                                for k in ks], np.int64)
-            is_first = np.ones(len(run_id), bool)
-            is_first[1:] = run_id[1:] != run_id[:-1]
-            open_of = np.full(nid, _I64_MIN, np.int64)
-            open_of[ids] = open_at
-            goes_on = is_first & (run_start == open_of[run_id]) & (open_of[run_id] != _I64_MIN)
-            run_parts = self._run_partials(rx, run_at, run_end, goes_on)
-            run_closes = np.ones(len(run_at), bool)
+        sl = rtime - (rtime - base) % g
+        cut = np.flatnonzero((rid[1:] != rid[:-1]) | (sl[1:] != sl[:-1])) + 1
+        runs.at = np.concatenate(([0], cut))
+        runs.end = np.concatenate((cut, [len(rid)]))
+        runs.ids, runs.starts, runs.x = rid[runs.at], sl[runs.at], rx
+        runs.lo = np.searchsorted(runs.ids, ids, "left").tolist()
+        runs.hi = np.searchsorted(runs.ids, ids, "right").tolist()
+        runs.rel_n = (np.searchsorted(rid, ids, "right")
+                      - np.searchsorted(rid, ids, "left")).tolist()
+        open_of = np.full(self._next_id, _I64_MIN, np.int64)
+        open_of[ids] = [k.open_start if k.open_start is not None else _I64_MIN for k in ks]
+        is_first = np.ones(len(runs.ids), bool)
+        is_first[1:] = runs.ids[1:] != runs.ids[:-1]
+        run_open = open_of[runs.ids]
+        goes_on = is_first & (runs.starts == run_open) & (run_open != _I64_MIN)
+        runs.parts = self._run_partials(rx, runs.at, runs.end, goes_on)
+        runs.closes = np.ones(len(runs.at), bool)
+        return runs
 
-        # per key: the open slice, the log entry, the metadata (written after the windows)
-        need = self._lane.need
-        need_of: dict[int | float, int | float] = {}  # keys of a call mostly share B
-        need_at = np.full(nid, _I64_MIN, np.int64)  # closed slices before it go
-        need_beyond = np.zeros(nid, bool)
-        closing: list[tuple[int, int, Any]] = []  # open slices that close: (id, start, part)
-        windows: list[tuple[int, int | float, int | float]] = []  # (pos, b_old, b) advancing
-        writes: list[tuple[int, Any, Any, list[LateEvent] | None]] = []
-        for pos, k in enumerate(ks):
-            wm = marks[pos]
-            a, e = new_lo[pos], new_hi[pos]
-            late_events = late_of.get(pos) if late_of else None
-            if wm <= k.wm and a == e and not late_events:
-                continue
-            removal = None
-            if wm > k.wm:
-                b_old, b = k.wm - lateness, wm - lateness
-                windows.append((pos, b_old, b))
-                k.wm = wm
-                k.released += rel_n[pos]
-                cur, acc = k.open_start, k.open_acc
-                j0, j1 = run_lo[pos], run_hi[pos]
-                if j1 > j0:
-                    first = int(run_start[j0])
-                    if cur == first:  # the open slice goes on: the kernel's fold_onto
-                        self._set_part(run_parts, j0, self._continue(acc, rx, run_parts, run_at,
-                                                                     run_end, j0))
-                    elif cur is not None:
-                        closing.append((k.id, cur, acc))
-                    last = int(run_start[j1 - 1])
-                    if last + g > b:  # the newest run stays open
-                        run_closes[j1 - 1] = False
-                        cur, acc = last, self._get_part(run_parts, j1 - 1)
-                    else:
-                        cur = acc = None
-                elif cur is not None and cur + g <= b:
-                    closing.append((k.id, cur, acc))
-                    cur = acc = None
-                k.open_start, k.open_acc = cur, acc
-                final = need_of.get(b)
-                if final is None:
-                    final = need_of[b] = need(b)
-                if final == INF:
-                    need_beyond[k.id] = True
-                elif final > _I64_MIN:
-                    need_at[k.id] = int(final)
-                removal = pop_segments(k.segments, final)
-            entry = None
-            if a < e:
-                n = e - a
-                if n == 1:  # what the per-key path writes for one event
-                    data = encode_entry([int(new[1][a])], [{self._field: float(new[2][a])}])
-                else:
-                    segment = encode_float_record_segment(
-                        self._field, n, new_t_bytes[8 * a:8 * e], new_x_bytes[8 * a:8 * e])
-                    assert segment is not None  # the columnar intake checked the field
-                    data = segment
-                entry = (newest[pos], k.seq, data)
-                heapq.heappush(k.segments, (entry[0], k.seq))
-                k.seq += n
-            if late_events:
-                k.late += len(late_events)
-            writes.append((pos, removal, entry, late_events))
+    def _advance_key(self, pos: int, k: _Key, wm: int | float, runs: _Runs, new: _New,
+                     step: _Step) -> None:
+        """The per-key part of a call for the key at ``pos``: its watermark, open slice and
+        log trim if it advances, its log entry, its counters; records what the array work
+        and the writes need in ``step``."""
+        a, e = (new.lo[pos], new.hi[pos]) if new.lo else (0, 0)
+        late_events = new.late_of.get(pos) if new.late_of else None
+        if wm <= k.wm and a == e and not late_events:
+            return
+        removal: Removal = None
+        if wm > k.wm:
+            b_old, b = k.wm - self._lateness, wm - self._lateness
+            step.windows.append((pos, b_old, b))
+            k.wm = wm
+            k.released += runs.rel_n[pos]
+            self._move_open_slice(k, pos, b, runs, step.closing)
+            removal = self._trim(k, b, step)
+        entry = None
+        if a < e:
+            entry = self._log_entry(k, new, a, e, new.newest[pos])
+        if late_events:
+            k.late += len(late_events)
+        step.writes.append((pos, removal, entry, late_events))
 
-        # closed slices into the shared arrays, then every due window at once
-        if len(rid) or closing:
-            runs = (run_id, run_start, run_parts, run_closes) if len(rid) else None
-            self._add_closed(runs, closing)
-        if windows:
-            self._emit(keys, ks, ids, windows, out.rows)
-            keep = ~((self._closed[1] < need_at[self._closed[0]])
-                     | need_beyond[self._closed[0]])
-            if not keep.all():
-                self._closed = _take(self._closed, keep)
+    def _move_open_slice(self, k: _Key, pos: int, b: int | float, runs: _Runs,
+                         closing: list[tuple[int, int, Any]]) -> None:
+        """The key's open slice after its released runs: continued by its first run (the
+        kernel's ``fold_onto``) or closed; the newest run stays open if ``b`` is inside it."""
+        g = self._g
+        cur, acc = k.open_start, k.open_acc
+        j0, j1 = runs.lo[pos], runs.hi[pos]
+        if j1 > j0:
+            first = int(runs.starts[j0])
+            if cur == first:  # the open slice goes on
+                self._set_part(runs.parts, j0, self._continue(acc, runs, j0))
+            elif cur is not None:
+                closing.append((k.id, cur, acc))
+            last = int(runs.starts[j1 - 1])
+            if last + g > b:  # the newest run stays open
+                runs.closes[j1 - 1] = False
+                cur, acc = last, self._get_part(runs.parts, j1 - 1)
+            else:
+                cur = acc = None
+        elif cur is not None and cur + g <= b:
+            closing.append((k.id, cur, acc))
+            cur = acc = None
+        k.open_start, k.open_acc = cur, acc
 
-        # state writes, then timers
-        write = self._driver._write
-        for pos, removal, entry, late_events in writes:
-            if late_events:
-                out.late.extend(late_events)
-            write(states[pos], ks[pos], removal, entry)
-        self._timers(keys, ks, ids, out.timers)
+    def _trim(self, k: _Key, b: int | float, step: _Step) -> Removal:
+        """The trim point at boundary ``b`` (the lane's :meth:`TimeLane.need`, as the
+        per-key path's): closed slices before it go after the emission, and the log
+        entries older than it now (:meth:`KeyStore.trim_log`)."""
+        final = step.need_of.get(b)
+        if final is None:
+            final = step.need_of[b] = self._lane.need(b)
+        if final == INF:
+            step.need_beyond[k.id] = True
+        elif final > _I64_MIN:
+            step.need_at[k.id] = int(final)
+        return self._store.trim_log(k, final)
+
+    def _log_entry(self, k: _Key, new: _New, a: int, e: int,
+                   newest: int) -> tuple[int, int, bytes]:
+        """The key's log entry for its new events (rows ``a .. e - 1``): the per-key path's
+        entry for one event, else one packed segment; counted in ``k``."""
+        n = e - a
+        if n == 1:  # what the per-key path writes for one event
+            data = encode_entry([int(new.times[a])], [{self._field: float(new.values[a])}])
+        else:
+            segment = encode_float_record_segment(
+                self._field, n, new.t_bytes[8 * a:8 * e], new.x_bytes[8 * a:8 * e])
+            assert segment is not None  # the columnar intake checked the field
+            data = segment
+        entry = (newest, k.seq, data)
+        heapq.heappush(k.segments, (newest, k.seq))
+        k.seq += n
+        return entry
 
     # ------------------------------------------------------------------ slices
     def _reduce(self, ufunc: Any, values: Any, lo: Any, hi: Any) -> Any:
@@ -498,16 +634,15 @@ class BatchRuntime:
                     for a, e, skip in zip(run_at.tolist(), run_end.tolist(), goes_on.tolist())]
         return [parts]
 
-    def _continue(self, acc: Any, rx: Any, comps: list[Any], run_at: Any, run_end: Any,
-                  j: int) -> Any:
+    def _continue(self, acc: Any, runs: _Runs, j: int) -> Any:
         """The open slice's partial ``acc`` folded on with run ``j``: for ``max``/``min``
         the older operand of a tie is ``acc``, so combining with the run's partial is the
         same left fold; sums add the run's exact partial."""
         if self._fn in ("max", "min"):
-            part = float(comps[0][j])
+            part = float(runs.parts[0][j])
             return self._fold_onto(acc, (part,), 1)
-        a, e = int(run_at[j]), int(run_end[j])
-        return self._fold_onto(acc, rx[a:e].tolist(), e - a)
+        a, e = int(runs.at[j]), int(runs.end[j])
+        return self._fold_onto(acc, runs.x[a:e].tolist(), e - a)
 
     def _get_part(self, comps: list[Any], j: int) -> Any:
         return float(comps[0][j]) if self._select is not None else comps[0][j]
@@ -515,14 +650,11 @@ class BatchRuntime:
     def _set_part(self, comps: list[Any], j: int, part: Any) -> None:
         comps[0][j] = part
 
-    def _add_closed(self, runs: tuple[Any, Any, list[Any], Any] | None,
-                    closing: list[tuple[int, int, Any]]) -> None:
-        """Add the closed runs (``runs``: ids, starts, partials and which close, or
-        ``None``) and the open slices that closed to the closed arrays."""
+    def _add_closed(self, runs: _Runs, closing: list[tuple[int, int, Any]]) -> None:
+        """Add the runs that close and the open slices that closed to the closed arrays."""
         parts: list[tuple[Any, ...]] = []
-        if runs is not None:
-            run_id, run_start, run_parts, run_closes = runs
-            parts.append(_take((run_id, run_start, *run_parts), run_closes))
+        if len(runs):
+            parts.append(_take((runs.ids, runs.starts, *runs.parts), runs.closes))
         if closing:
             ident, start, part = zip(*closing)
             partials = np.empty(len(part), self._part_type)
@@ -535,7 +667,7 @@ class BatchRuntime:
         self._closed = _merge(self._closed, new)
 
     # ------------------------------------------------------------------ windows
-    def _emit(self, keys: list[Any], ks: list[_Key], ids: Any,
+    def _emit(self, keys: list[Any], ids: Any,
               windows: list[tuple[int, int | float, int | float]],
               rows: list[dict[str, Any]]) -> None:
         """Rows of the due windows ``[e - range, e)`` (``b_old < e <= b``) of the advancing
@@ -571,7 +703,7 @@ class BatchRuntime:
                 counts.append(n)
             else:  # a gap in the key's data: skip its empty windows by binary search
                 starts = cst[a:z].tolist()
-                for end in _due_window_ends(starts, 0, first - 1, last, r, s, e0):
+                for end in due_window_ends(starts, 0, first - 1, last, r, s, e0):
                     w_pos.append(pos)
                     w_end.append(end)
         if counts:
@@ -635,9 +767,9 @@ class BatchRuntime:
     # ------------------------------------------------------------------ timers
     def _timers(self, keys: list[Any], ks: list[_Key], ids: Any,
                 timers: dict[Any, int | None]) -> None:
-        """Each key's next timer: :meth:`WindowDriver._timer` of its watermark, its newest
+        """Each key's next timer: :meth:`KeyStore.timer` of its watermark, its newest
         retained slice (the open one, else the newest closed) and its oldest pending event
-        (a vectorized copy of ``_timer`` measured no faster: within the run-to-run noise at
+        (a vectorized copy of ``timer`` measured no faster: within the run-to-run noise at
         k = 60)."""
         pid, pt = self._pending[0], self._pending[1]
         p_lo = np.searchsorted(pid, ids, "left").tolist()
@@ -645,7 +777,7 @@ class BatchRuntime:
         cid, cst = self._closed[0], self._closed[1]
         c_lo = np.searchsorted(cid, ids, "left").tolist()
         c_hi = np.searchsorted(cid, ids, "right").tolist()
-        timer = self._driver._timer
+        timer = self._store.timer
         for key, k, pl, ph, cl, ch in zip(keys, ks, p_lo, p_hi, c_lo, c_hi):
             last = k.open_start if k.open_start is not None else \
                 int(cst[ch - 1]) if ch > cl else None

@@ -81,7 +81,8 @@ class KeyRuntime:
 
 
 class KeyCounters(Protocol):
-    """What a key's metadata records (:meth:`adapters.WindowDriver._write`): held by
+    """What a key's metadata and log bookkeeping record
+    (:meth:`adapters.driver.key_store.KeyStore.write` and ``trim_log``): held by
     :class:`KeyRuntime` and by the cross-key batch runtime's per-key record alike."""
 
     wm: int | float
@@ -89,6 +90,7 @@ class KeyCounters(Protocol):
     released: int
     late: int
     meta_bytes: bytes | None
+    segments: list[tuple[int, int]]
 
 
 def pop_segments(segments: list[tuple[int, int]], bound: int | float

@@ -114,7 +114,7 @@ def end_after(x: int | float, slide: int, first_end: int) -> int:
     return first_end + slide * ((int(x) - first_end) // slide + 1)
 
 
-def _due_window_ends(times: Sequence[int], head: int, x: int | float, b: int | float,
+def due_window_ends(times: Sequence[int], head: int, x: int | float, b: int | float,
                      r: int, s: int, e0: int) -> Iterator[int]:
     """Ends ``e``, ascending, of the windows ``[e - r, e)`` of a sliding spec (``e0 + j*s``)
     that end after ``x`` and by ``b`` and hold a retained event (``times[head:]``, sorted).
@@ -168,23 +168,29 @@ class TimeLane:
         self._part, self._part_onto = _run_folds(aggregation.combine, kernels)
         if kernels is not None and self.width == 1:
             raise ValueError("kernels need slices wider than 1 ms")
-        # sliding specs as (spec order, window index, range, slide, offset + range): the first
-        # window end after x is  e0 + slide * ((x - e0) // slide + 1)
-        self._sliding = [(order, idx, spec.range, spec.slide, spec.offset + spec.range)
+        #: sliding specs as (spec order, window index, range, slide, offset + range): the
+        #: first window end after x is  e0 + slide * ((x - e0) // slide + 1)
+        self.sliding = [(order, idx, spec.range, spec.slide, spec.offset + spec.range)
                          for order, (idx, spec) in enumerate(specs)
                          if isinstance(spec, SlidingWindow)]
         self._over = [(order, idx, spec.range) for order, (idx, spec) in enumerate(specs)
                       if isinstance(spec, OverWindow)]
         self._over_range = max((r for _, _, r in self._over), default=None)
         self._shared = len(specs) > 1
-        self._single = len(self._sliding) == 1 and not self._over
+        #: the lane answers one sliding (or tumbling) spec and nothing else
+        self.single = len(self.sliding) == 1 and not self._over
+
+    @property
+    def has_over(self) -> bool:
+        """Whether the lane answers an OVER spec (rows per event)."""
+        return bool(self._over)
 
     def need(self, b: int | float) -> int | float:
         """Oldest time any window emitted after boundary ``b`` can need (a slice start)."""
         if b == INF or b == -INF:
             return b
         need = INF if self._over_range is None else b - self._over_range
-        for _, _, r, s, e0 in self._sliding:
+        for _, _, r, s, e0 in self.sliding:
             v = end_after(b, s, e0) - r
             if v < need:
                 need = v
@@ -250,7 +256,7 @@ class TimeLane:
             starts, parts = (), ()
         times, head = rt.times, rt.head
         n = len(times)
-        if self._single:
+        if self.single:
             self._release_single(ls, rt, key, starts, parts, b_old, b, rows)
             return
         # Emission points (limit, spec order, start, window index, payload): insert the
@@ -259,8 +265,8 @@ class TimeLane:
         add = points.append
         if head < n:
             x = times[head] if b_old == -INF else b_old
-            for order, idx, r, s, e0 in self._sliding:
-                for e in _due_window_ends(times, head, x, b, r, s, e0):
+            for order, idx, r, s, e0 in self.sliding:
+                for e in due_window_ends(times, head, x, b, r, s, e0):
                     add((e, order, e - r, idx, None))
         for order, idx, r in self._over:
             j = 0
@@ -290,7 +296,7 @@ class TimeLane:
                         b: int | float, rows: list[dict[str, Any]]) -> None:
         """:meth:`release` for a lane of one sliding spec: its windows, in order, each
         evicting what it no longer holds, so a FIFO structure answers with ``query()``."""
-        _, idx, r, s, e0 = self._sliding[0]
+        _, idx, r, s, e0 = self.sliding[0]
         times, head = rt.times, rt.head
         n = len(times)
         w, low = ls.w, ls.low
@@ -298,7 +304,7 @@ class TimeLane:
         out = self.out
         if head < n:
             x = times[head] if b_old == -INF else int(b_old)
-            for e in _due_window_ends(times, head, x, b, r, s, e0):
+            for e in due_window_ends(times, head, x, b, r, s, e0):
                 start = e - r
                 inserted = _insert_before(w, starts, parts, inserted, ns, e)
                 if start > low:
@@ -363,4 +369,4 @@ class TimeLane:
         ls.low = need
 
 
-__all__ = ["TimeLane", "end_after", "slice_grid"]
+__all__ = ["TimeLane", "due_window_ends", "end_after", "slice_grid"]

@@ -4,10 +4,14 @@ An engine adapter calls :meth:`WindowDriver.process` when events arrive for a ke
 ``processElement``, Beam ``process``, Spark ``handleInputRows``) and
 :meth:`WindowDriver.advance_watermark` when the key's timer fires (``onTimer``,
 ``on_timer``, ``handleExpiredTimer``); both return an :class:`Output` with the rows to emit,
-the late events (for a side output) and the time of the key's next timer. Everything else is
-here, written once: lateness, the pending buffer, watermark-driven release into the
-structures, emission of due windows in time order, bulk eviction, the state layout and its
-codec.
+the late events (for a side output) and the time of the key's next timer. For many keys at
+once it offers :meth:`WindowDriver.process_batch` and :meth:`WindowDriver.advance_keys`,
+which run the cross-key NumPy runtime (:mod:`adapters.crosskey.batch_runtime`) where the
+query allows, else these per-key calls. Everything else is written once, behind these
+methods: lateness, the pending buffer, watermark-driven release into the structures,
+emission of due windows in time order, bulk eviction, the state layout and its codec. What
+happens to one key between calls (load, save, timer, release / emit / evict / trim) is the
+driver's :class:`~adapters.driver.key_store.KeyStore`, which both paths use.
 
 How one key is processed (``docs/adapters.md`` has the full story):
 
@@ -32,10 +36,6 @@ The modules it is made of are listed in :mod:`adapters.driver`.
 from __future__ import annotations
 
 import heapq
-import operator
-import random
-from bisect import bisect_left
-from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
@@ -43,20 +43,13 @@ from adapters.crosskey.batch_runtime import BatchRuntime
 from adapters.crosskey.columnar import ColumnarIntake, KeyColumns
 from adapters.driver.intake import Accepted, Intake, PolicyMeasure
 from adapters.driver.kernels import Kernel, kernel_for
-from adapters.driver.key_runtime import (
-    INF,
-    TIME,
-    KeyCounters,
-    KeyRuntime,
-    LaneState,
-    Record,
-    pop_segments,
-)
+from adapters.driver.key_runtime import KeyRuntime
+from adapters.driver.key_store import KeyStore, Lane
 from adapters.driver.position_lanes import CountLane, PolicyLane
 from adapters.driver.results import KeyInfo, LateEvent, Output
 from adapters.driver.selection import capability_problem, choose_algorithm
-from adapters.driver.time_lane import TimeLane, end_after, slice_grid
-from adapters.errors import BadEventError, CodecError, StateError
+from adapters.driver.time_lane import TimeLane, slice_grid
+from adapters.errors import BadEventError
 from adapters.query.policy import pair_aggregation, policy_measure, policy_rule
 from adapters.query.specs import (
     CountWindow,
@@ -69,25 +62,13 @@ from adapters.query.specs import (
 )
 from adapters.query.times import END_OF_INPUT, parse_time, parse_watermark
 from adapters.state.backend import KeyState, MemoryStateBackend, StateBackend
-from adapters.state.codec import CODEC_VERSION, decode_entry, decode_meta
-from swag_core import make_window
 
-_nonce = random.Random()
-_COMPACT_MIN = 4096
-_TIME = operator.itemgetter(TIME)
-
-_Lane = TimeLane | CountLane | PolicyLane
 _NOTHING: Accepted = ([], None, ())  # no events (never modified)
 
 
 #: A validated call for one key, ready to apply: key, state, runtime, watermark and the
 #: accepted events (:data:`adapters.driver.intake.Accepted`).
 _Prepared = tuple[Any, KeyState, KeyRuntime, "int | float", Accepted]
-
-
-def _row_time(row: dict[str, Any]) -> int:
-    end = row.get("end")
-    return end if end is not None else row["time"] + 1
 
 
 def _pairs(key: Any, events: Iterable[Any]) -> tuple[list[Any], list[Any]]:
@@ -140,14 +121,15 @@ class WindowDriver:
         backend: state used when a call passes no ``state`` (default: a fresh
             :class:`~adapters.state.backend.MemoryStateBackend`, handy outside engines).
         max_cached_keys: bound of the process-local structure cache (least recently used
-            keys are dropped and rebuilt from state when they come back); ``None``: no bound.
+            keys are dropped and rebuilt from state when they come back); the per-key cache
+            and the cross-key runtime each keep at most this many keys between calls;
+            ``None``: no bound.
         time_field: the name used for the event time in error messages.
         columnar: let :meth:`process_batch` and :meth:`advance_keys` use NumPy when the
             query and the batch allow it: the cross-key batch runtime
             (:mod:`adapters.crosskey.batch_runtime`) or else the columnar intake
-            (:mod:`adapters.crosskey.columnar`); the same rows, late events, timers and errors
-            either way, window sums of floats within rounding (``False``: always the
-            per-key path).
+            (:mod:`adapters.crosskey.columnar`); the same rows (bit for bit), late events,
+            timers and errors either way (``False``: always the per-key path).
 
     Thread safety: one driver per engine task/operator instance; calls must not overlap.
     """
@@ -160,15 +142,9 @@ class WindowDriver:
         self.allowed_lateness = q.allowed_lateness
         self.time_field = time_field
         self.backend: StateBackend = backend if backend is not None else MemoryStateBackend()
-        if max_cached_keys is not None and max_cached_keys < 1:
-            raise ValueError(f"max_cached_keys must be >= 1 or None, got {max_cached_keys}")
-        self._max_cached = max_cached_keys
-        self._cache: dict[Any, KeyRuntime] = OrderedDict() if max_cached_keys else {}
-        self._agg_specs = q.aggregations
         self._core = lifted_aggregation(q.aggregations)
-        self._finish = self._core.lower_fn
         forced = algorithm if algorithm is not None else q.algorithm
-        self._lanes: list[_Lane] = []
+        lanes: list[Lane] = []
         time_specs = [(i, w) for i, w in enumerate(q.windows)
                       if isinstance(w, (SlidingWindow, OverWindow))]
         count_specs = [(i, w) for i, w in enumerate(q.windows) if isinstance(w, CountWindow)]
@@ -184,9 +160,9 @@ class WindowDriver:
         # a row gets the lowered result as row[out] (one output) or row.update(result)
         out = q.aggregations[0].name if len(q.aggregations) == 1 else None
         for name, group in time_groups:
-            self._lanes.append(TimeLane(group, name, self._core, kernels, out))
+            lanes.append(TimeLane(group, name, self._core, kernels, out))
         for name, group in self._group(count_specs, forced):
-            self._lanes.append(CountLane(group, name, self._core, out))
+            lanes.append(CountLane(group, name, self._core, out))
         measures: list[PolicyMeasure] = []
         for slot, (i, spec) in enumerate(policy_specs):
             measure, measure_lift = policy_measure(spec)
@@ -194,21 +170,20 @@ class WindowDriver:
             use_forced = forced is not None and capability_problem(
                 forced, agg, policy=True) is None
             name = choose_algorithm(agg, policy=True, forced=forced if use_forced else None)
-            self._lanes.append(PolicyLane(i, spec, name, agg, policy_rule(spec),
-                                          measure_lift, slot, self._finish, out))
+            lanes.append(PolicyLane(i, spec, name, agg, policy_rule(spec),
+                                    measure_lift, slot, self._core.lower_fn, out))
             measures.append(PolicyMeasure(i, spec, measure_lift))
         self._intake = Intake(q.aggregations, measures, time_field, kernels,
                               with_values=any(isinstance(s, OverWindow) for _, s in time_specs))
+        #: the seam both paths use to load, save, time, release, emit, evict and trim a key
+        #: (:mod:`adapters.driver.key_store`)
+        self.key_store = KeyStore(q, lanes, self._intake, max_cached_keys)
+        self._lanes = lanes
         #: batch-wide NumPy intake for the commonest queries (None: not covered / no NumPy)
         self._columnar = ColumnarIntake.for_intake(self._intake) if columnar else None
-        self._first_policy = len(self._lanes) - len(measures)  # policy lanes last
-        self._sliding = [(spec.range, spec.slide, spec.offset + spec.range)
-                         for _, spec in time_specs if isinstance(spec, SlidingWindow)]
-        self._meta_head = f'{{"codec":{CODEC_VERSION},"q":"{q.fingerprint}","n":'
-        self._per_event = bool(count_specs or policy_specs
-                               or any(isinstance(s, OverWindow) for _, s in time_specs))
         #: the cross-key batch runtime for the commonest queries (None: not covered)
-        self._batch = BatchRuntime.for_driver(self, forced)
+        self._batch = BatchRuntime.for_query(self.key_store, self._columnar, q.aggregations,
+                                             forced) if self._columnar is not None else None
 
     # ------------------------------------------------------------------ set-up
     def _group(self, specs: list[tuple[int, Any]],
@@ -342,7 +317,7 @@ class WindowDriver:
         """Metrics of ``key`` (watermark, late count, ...), from the cache or its state."""
         if state is None:
             state = self.backend.key_state(key)
-        rt = self._load(key, state)
+        rt = self.key_store.load(key, state)
         return KeyInfo(rt.wm, rt.late, rt.released, len(rt.pending),
                        len(rt.times) - rt.head)
 
@@ -350,9 +325,9 @@ class WindowDriver:
         """Forget the cached structures of ``key`` (all keys if ``None``); they are rebuilt
         from state on the next call."""
         if key is None:
-            self._cache.clear()
+            self.key_store.clear()
         else:
-            self._cache.pop(key, None)
+            self.key_store.forget(key)
         if self._batch is not None:
             self._batch.drop(key)
 
@@ -360,11 +335,12 @@ class WindowDriver:
     def _runtime(self, key: Any, state: KeyState,
                  watermark: Any) -> tuple[KeyRuntime, int | float]:
         """The key's runtime (cached or rebuilt) and its watermark after ``watermark``."""
+        store = self.key_store
         meta = state.get_meta()
-        rt = self._cache.get(key)
+        rt = store.cached(key)
         if rt is None or (rt.meta_bytes is not meta and rt.meta_bytes != meta) or \
-                self._max_cached is not None:
-            rt = self._load(key, state, meta)
+                store.max_cached is not None:
+            rt = store.load(key, state, meta)
         wm = rt.wm
         if watermark is not None:
             w = watermark if type(watermark) is int else parse_watermark(watermark)
@@ -392,12 +368,13 @@ class WindowDriver:
     def _apply(self, p: _Prepared, out: Output) -> None:
         key, state, rt, watermark, (records, data, late) = p
         advances = watermark > rt.wm
+        store = self.key_store
         if not advances and not records and not late:
-            out.timers[key] = self._next_timer(rt)
+            out.timers[key] = store.next_timer(rt)
             return
         try:
             rows: list[dict[str, Any]] = []
-            removal = self._advance(rt, key, watermark, rows) if advances else None
+            removal = store.advance(rt, key, watermark, rows) if advances else None
             entry = None
             if records:
                 seq = rt.seq
@@ -418,223 +395,17 @@ class WindowDriver:
                 rt.seq = seq + len(records)
             if late:
                 rt.late += len(late)
-            self._write(state, rt, removal, entry, self._policy_lengths(rt))
+            store.write(state, rt, removal, entry, store.policy_lengths(rt))
         except BaseException:
-            self._cache.pop(key, None)  # the cache may be half-changed: rebuild from state
+            store.forget(key)  # the cache may be half-changed: rebuild from state
             raise
-        if self._max_cached is not None:
-            self._remember(key, rt)
+        if store.max_cached is not None:
+            store.remember(key, rt)
         if rows:
             out.rows.extend(rows)
         if late:
             out.late.extend(late)
-        out.timers[key] = self._next_timer(rt)
-
-    def _write(self, state: KeyState, rt: KeyCounters, removal: tuple[int, list[Any]] | None,
-               entry: tuple[int, int, bytes] | None, policy: str = "") -> None:
-        """A call's state writes for one key (``rt``: its runtime, per-key or the batch
-        runtime's; ``policy``: :meth:`_policy_lengths`): log removals, the new log entry, then
-        the metadata, which the cached runtime remembers (a restart or another path is
-        detected by it changing)."""
-        meta = self._encode_meta(rt, policy)
-        if removal is not None:
-            state.remove_events(*removal)
-        if entry is not None:
-            state.add_events([entry])
-        state.put_meta(meta)
-        rt.meta_bytes = meta
-
-    def _policy_lengths(self, rt: KeyRuntime) -> str:
-        """The metadata's policy-lane lengths (comma-separated; empty without policies)."""
-        if self._first_policy == len(rt.lanes):
-            return ""
-        return ",".join([str(len(ls.w)) for ls in rt.lanes[self._first_policy:]])
-
-    def _encode_meta(self, rt: KeyCounters, policy: str) -> bytes:
-        # The same JSON as codec.encode_meta(dict) would write, formatted directly: this runs
-        # on every call (tests check the two agree).
-        wm = rt.wm
-        wm_text = str(wm) if type(wm) is int else "null" if wm == -INF else '"end"' \
-            if wm == INF else str(int(wm))
-        return (f'{self._meta_head}{_nonce.getrandbits(62)},"wm":{wm_text},"seq":{rt.seq},'
-                f'"rel":{rt.released},"late":{rt.late},"pol":[{policy}]}}').encode()
-
-    def _next_timer(self, rt: KeyRuntime) -> int | None:
-        """Smallest watermark at which :meth:`advance_watermark` will emit something."""
-        times = rt.times
-        return self._timer(rt.wm, times[-1] if len(times) > rt.head else None,
-                           rt.pending_min)
-
-    def _timer(self, wm: int | float, last: int | None, pmin: int | float) -> int | None:
-        """:meth:`_next_timer` of a key with watermark ``wm``, newest retained released event
-        time ``last`` (``None``: none; a time in the same slice answers the same) and oldest
-        pending time ``pmin`` (``INF``: none)."""
-        boundary = wm - self.allowed_lateness
-        best: int | float = INF
-        for r, s, e0 in self._sliding:
-            if last is not None and -INF < boundary < INF:
-                e1 = end_after(boundary, s, e0)
-                if last >= e1 - r:  # a released event is in the window ending at e1
-                    if e1 < best:
-                        best = e1
-                    continue
-            if pmin != INF:
-                e = end_after(pmin, s, e0)
-                if e < best:
-                    best = e
-        if self._per_event and pmin + 1 < best:
-            best = pmin + 1
-        if best == INF:
-            return None
-        return int(best) + self.allowed_lateness
-
-    # ------------------------------------------------------------------ release and emit
-    def _advance(self, rt: KeyRuntime, key: Any, watermark: int | float,
-                 rows: list[dict[str, Any]]) -> tuple[int, list[tuple[int, int]]] | None:
-        """Advance the key's watermark; fills ``rows``; returns the log removal to apply."""
-        lateness = self.allowed_lateness
-        b_old = rt.wm - lateness
-        rt.wm = watermark
-        b = watermark - lateness
-        new: list[Record] = []
-        pending = rt.pending
-        if pending and rt.pending_min < b:
-            if not rt.pending_sorted:  # stable: equal times stay in arrival order
-                pending.sort(key=_TIME)
-                rt.pending_sorted = True
-            if b == INF:
-                new, rt.pending = pending, []
-                rt.pending_min = INF
-            else:  # pending is sorted by (time, seq): release its prefix before b
-                i = bisect_left(pending, b, key=_TIME)
-                new = pending[:i]
-                del pending[:i]
-                rt.pending_min = pending[0][0] if pending else INF
-            rt.times.extend(map(_TIME, new))
-            rt.released += len(new)
-        lanes = self._lanes
-        if len(lanes) == 1:
-            lanes[0].release(rt.lanes[0], rt, key, new, b_old, b, rows)
-        else:
-            per_lane: list[list[dict[str, Any]]] = []
-            for lane, ls in zip(lanes, rt.lanes):
-                lane_rows: list[dict[str, Any]] = []
-                lane.release(ls, rt, key, new, b_old, b, lane_rows)
-                if lane_rows:
-                    per_lane.append(lane_rows)
-            if len(per_lane) == 1:
-                rows.extend(per_lane[0])
-            elif per_lane:
-                rows.extend(heapq.merge(*per_lane, key=_row_time))
-        return self._trim_log(rt, b)
-
-    def _trim_log(self, rt: KeyRuntime, b: int | float
-                  ) -> tuple[int, list[tuple[int, int]]] | None:
-        """Forget released events no lane needs; returns the ``remove_events`` arguments for
-        the log entries whose newest event is older than the retention bound, if any."""
-        times, head = rt.times, rt.head
-        if head == len(times):
-            return None
-        bound = self._retention_bound(rt, b)
-        if times[head] >= bound:
-            return None
-        k = bisect_left(times, bound, head)
-        if k >= _COMPACT_MIN and k + k >= len(times):
-            del times[:k]
-            k = 0
-        rt.head = k
-        return pop_segments(rt.segments, bound)
-
-    def _retention_bound(self, rt: KeyRuntime, b: int | float) -> int | float:
-        """The oldest time any lane still needs at boundary ``b`` (at most ``b``)."""
-        bound = b
-        for lane, ls in zip(self._lanes, rt.lanes):
-            need = lane.retention(ls, rt, b)
-            if need < bound:
-                bound = need
-        return bound
-
-    # ------------------------------------------------------------------ cache and rebuild
-    def _remember(self, key: Any, rt: KeyRuntime) -> None:
-        cache = self._cache
-        cache[key] = rt
-        if self._max_cached is not None:
-            assert isinstance(cache, OrderedDict)
-            cache.move_to_end(key)
-            while len(cache) > self._max_cached:
-                cache.popitem(last=False)
-
-    def _new_runtime(self) -> KeyRuntime:
-        return KeyRuntime([LaneState(make_window(lane.algorithm, lane.aggregation))
-                           for lane in self._lanes])
-
-    def _load(self, key: Any, state: KeyState, meta: Any = False) -> KeyRuntime:
-        if meta is False:
-            meta = state.get_meta()
-        rt = self._cache.get(key)
-        if rt is not None and (rt.meta_bytes is meta or rt.meta_bytes == meta):
-            if self._max_cached is not None:
-                self._cache.move_to_end(key)  # type: ignore[attr-defined]
-            return rt
-        if meta is not None and not getattr(state, "keeps_log", True):
-            raise StateError(
-                f"key {key!r}: its state keeps no event log (TransientKeyState) and its "
-                f"structures are no longer cached, so they cannot be rebuilt; do not drop "
-                f"the cache of such a key nor bound max_cached_keys below the live keys")
-        rt = self._new_runtime() if meta is None else self._rebuild(key, state, meta)
-        self._remember(key, rt)
-        return rt
-
-    def _rebuild(self, key: Any, state: KeyState, meta_bytes: bytes) -> KeyRuntime:
-        meta = decode_meta(meta_bytes)
-        if meta.get("q") != self.query.fingerprint:
-            raise StateError(
-                f"the state of key {key!r} was written by a query with different windows or "
-                f"allowed lateness (fingerprint {meta.get('q')!r}, this query "
-                f"{self.query.fingerprint!r}); start from empty state or keep the query")
-        rt = self._new_runtime()
-        wm = meta["wm"]
-        rt.wm = -INF if wm is None else INF if wm == "end" else int(wm)
-        rt.seq, rt.released, rt.late = int(meta["seq"]), int(meta["rel"]), int(meta["late"])
-        b = rt.wm - self.allowed_lateness
-        released: list[Record] = []
-        pending: list[Record] = []
-        intake = self._intake
-        events: list[tuple[int, int, Any]] = []
-        segments: list[tuple[int, int]] = []
-        for time, seq, data in state.read_events():
-            segments.append((time, seq))
-            try:
-                events.extend(decode_entry(time, seq, data))
-            except CodecError as exc:
-                raise StateError(f"key {key!r}: corrupt event entry at time {time}: "
-                                 f"{exc}") from None
-        events.sort(key=lambda e: (e[0], e[1]))
-        if events:  # the records a live run made of them (none is late: boundary -inf)
-            try:
-                records = intake.accept(key, [e[0] for e in events], [e[2] for e in events],
-                                        -INF, encode=False)[0]
-            except BadEventError as exc:
-                raise StateError(f"key {key!r}: a stored event can no longer be aggregated "
-                                 f"by this query: {exc}") from None
-            i = bisect_left(records, b, key=_TIME)
-            released, pending = list(records[:i]), list(records[i:])
-        if len(released) > rt.released:
-            raise StateError(f"key {key!r}: the state holds {len(released)} released events "
-                             f"but its metadata counts {rt.released}")
-        heapq.heapify(segments)
-        rt.segments = segments
-        rt.pending = pending  # sorted by (time, seq)
-        rt.pending_min = pending[0][0] if pending else INF
-        rt.times = [r[0] for r in released]
-        policy_lengths = iter(meta.get("pol", []))
-        for lane, ls in zip(self._lanes, rt.lanes):
-            lane.restore(ls, rt, released, b, key, policy_lengths)
-        # retain what a live runtime retains (``_trim_log``): the log keeps whole entries,
-        # some older than the lanes need
-        rt.head = bisect_left(rt.times, self._retention_bound(rt, b))
-        rt.meta_bytes = meta_bytes
-        return rt
+        out.timers[key] = store.next_timer(rt)
 
 
 __all__ = ["END_OF_INPUT", "KeyInfo", "LateEvent", "Output", "WindowDriver", "parse_time",

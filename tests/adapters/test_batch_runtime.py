@@ -439,18 +439,24 @@ def _describe(call: Call) -> str:
 
 def _lockstep(query: dict[str, Any], calls: list[Call],
               fast: Callable[[dict[str, Any]], WindowDriver] = _default,
-              drop_after_each_call: bool = False) -> list[tuple[Any, ...]]:
-    """Runs ``calls`` through a ``fast`` driver and the general path, comparing each call;
-    returns the general path's outcomes. ``drop_after_each_call``: both drop their caches
-    after every call (``info().retained`` of the general path itself depends on whether a key
-    was rebuilt from its log, which is trimmed by whole entries)."""
+              drop_after_each_call: bool = False,
+              reference: Callable[[dict[str, Any]], WindowDriver] = _reference,
+              after_each_call: Callable[[WindowDriver], None] | None = None,
+              ) -> list[tuple[Any, ...]]:
+    """Runs ``calls`` through a ``fast`` driver and the general path (``reference``),
+    comparing each call; returns the general path's outcomes. ``drop_after_each_call``: both
+    drop their caches after every call (``info().retained`` of the general path itself
+    depends on whether a key was rebuilt from its log, which is trimmed by whole entries).
+    ``after_each_call``: a check of the fast driver after every call."""
     worlds = (_World(query, fast, drop_after_each_call),
-              _World(query, _reference, drop_after_each_call))
+              _World(query, reference, drop_after_each_call))
     outcomes = []
     for i, call in enumerate(calls):
         got, want = (world.run(call) for world in worlds)
         where = f"call {i}: {_describe(call)}"
         _assert_same(got, want, where)
+        if after_each_call is not None:
+            after_each_call(worlds[0].driver)
         outcomes.append(want)
     return outcomes
 
@@ -490,6 +496,39 @@ def test_drop_cache_between_calls_changes_nothing(data: Any) -> None:
     fn = data.draw(st.sampled_from(FNS), label="fn")
     _check(data.draw(scenarios(fn, BATCH_OPS, max_ops=6), label="scenario"),
            drop_after_each_call=True)
+
+
+def _bounded(limit: int) -> tuple[Callable[[dict[str, Any]], WindowDriver],
+                                   Callable[[dict[str, Any]], WindowDriver],
+                                   Callable[[WindowDriver], None]]:
+    """The fast and the general driver with ``max_cached_keys=limit``, and a check that the
+    fast one's batch runtime keeps at most ``limit`` keys between calls."""
+    def fast(query: dict[str, Any]) -> WindowDriver:
+        driver = WindowDriver(query, max_cached_keys=limit)
+        assert driver.batch_runtime == WindowDriver(query).batch_runtime  # the bound: no matter
+        return driver
+
+    def general(query: dict[str, Any]) -> WindowDriver:
+        return WindowDriver(query, columnar=False, max_cached_keys=limit)
+
+    def within_bound(driver: WindowDriver) -> None:
+        if driver.batch_runtime:
+            held = driver._batch._keys  # type: ignore[union-attr]
+            assert len(held) <= limit, f"{len(held)} keys cached, bound {limit}"
+    return fast, general, within_bound
+
+
+@pytest.mark.parametrize("fn", FNS)
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_a_bounded_key_cache_matches_the_general_path(fn: str, data: Any) -> None:
+    """``max_cached_keys`` (the Spark adapter sets it): both drivers bounded alike, keys
+    evicted and rebuilt from their logs between calls (cache misses), with every kind of
+    call, restarts included; the batch runtime never keeps more keys than the bound."""
+    limit = data.draw(st.integers(1, 4), label="max_cached_keys")
+    fast, general, within_bound = _bounded(limit)
+    _check(data.draw(scenarios(fn, MIXED_OPS, max_ops=10), label="scenario"), fast=fast,
+           reference=general, after_each_call=within_bound)
 
 
 # =====================================================================================
@@ -551,6 +590,38 @@ def test_state_written_per_key_is_continued_by_batches_and_back(fn: str, shape: 
     assert all(o[0] == "ok" for o in outcomes)
     assert sum(len(o[1].rows) for o in outcomes if isinstance(o[1], Output)) > 20
     assert any(o[1].late for o in outcomes if isinstance(o[1], Output))
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3])
+@pytest.mark.parametrize("shape", sorted(QUERY_SHAPES))
+@pytest.mark.parametrize("fn", FNS)
+def test_a_bounded_key_cache_in_worked_examples(fn: str, shape: str, limit: int) -> None:
+    """:func:`_mixed_calls` (4 keys, per-key and batch calls on the same keys) with a cache
+    smaller than the keys of a call: keys leave the batch runtime and come back from state."""
+    fast, general, within_bound = _bounded(limit)
+    outcomes = _lockstep(_query(fn, shape), _mixed_calls(), fast=fast, reference=general,
+                         after_each_call=within_bound)
+    assert all(o[0] == "ok" for o in outcomes)
+    assert sum(len(o[1].rows) for o in outcomes if isinstance(o[1], Output)) > 20
+
+
+def test_a_bounded_cache_keeps_the_keys_the_per_key_path_keeps() -> None:
+    """Least recently used first, where ``advance_keys`` touches a repeated key again at its
+    last place (as the per-key path's loop does)."""
+    rnd = random.Random(6)
+    query = _query("max", "sliding k=4, lateness 5")
+    fast = WindowDriver(query, max_cached_keys=2)
+    general = WindowDriver(query, columnar=False, max_cached_keys=2)
+    keys = ["a", "b", "c"]
+    calls: list[Call] = [("batch", _events(rnd, keys, 100, 0, 50), 10, "list"),
+                         ("advance", ["c", "a", "c"], 30, "list"),
+                         ("batch", _events(rnd, ["b"], 80, 20, 60), 35, "list")]
+    worlds = _World(query, lambda q: fast), _World(query, lambda q: general)
+    for call in calls:
+        _assert_same(worlds[0].run(call), worlds[1].run(call), _describe(call))
+        held = list(fast._batch._keys)  # type: ignore[union-attr]
+        assert set(held) == {k for k in keys if general.key_store.cached(k) is not None}
+    assert held == ["c", "b"]  # "a" was used before the last "c"
 
 
 @pytest.mark.parametrize("fn", FNS)

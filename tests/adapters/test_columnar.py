@@ -22,7 +22,7 @@ pytest.importorskip("numpy")
 def _per_key_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """This file tests the per-key path's columnar intake; queries the cross-key batch
     runtime covers would take that instead (tested in ``test_batch_runtime.py``)."""
-    monkeypatch.setattr(BatchRuntime, "for_driver", classmethod(lambda cls, *a: None))
+    monkeypatch.setattr(BatchRuntime, "for_query", classmethod(lambda cls, *a: None))
 
 
 @pytest.fixture(autouse=True, params=["compiled reader", "python reader"])

@@ -114,7 +114,7 @@ def test_released_events_enter_as_slices() -> None:
     driver = WindowDriver(Query.build([TumblingWindow(1000)], MAX_V))
     state = MemoryStateBackend().key_state("k")
     driver.process("k", [(t, {"v": t}) for t in range(999, -1, -1)], state)
-    window = driver._cache["k"].lanes[0].w  # the key's structure
+    window = driver.key_store.cached("k").lanes[0].w  # the key's structure
     calls: dict[str, list[Any]] = {"bulk_insert": [], "insert": [], "bulk_evict": []}
     for name in calls:
         original = getattr(window, name)
@@ -144,7 +144,7 @@ def test_sliding_slices_hold_one_entry_per_slice() -> None:
     for t in range(0, 600, 7):
         out = driver.process("k", [(t, {"id": t})], watermark=t)
         rows.extend(out.rows)
-        sizes.append(len(driver._cache["k"].lanes[0].w))
+        sizes.append(len(driver.key_store.cached("k").lanes[0].w))
     rows.extend(driver.advance_watermark("k", "end").rows)
     assert max(sizes) <= 3
     for row in rows:  # every window is exactly its events, in time order
@@ -243,7 +243,7 @@ def test_out_of_order_events_are_buffered_unsorted_and_sorted_once_at_release() 
     times = list(range(999, -1, -1))
     for t in times:
         driver.process("k", [(t, {"v": t})], state)
-    rt = driver._cache["k"]
+    rt = driver.key_store.cached("k")
     assert [r[0] for r in rt.pending] == times  # arrival order: nothing was re-sorted
     assert not rt.pending_sorted and rt.pending_min == 0
     out = driver.advance_watermark("k", 500, state)

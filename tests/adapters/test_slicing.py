@@ -93,7 +93,7 @@ def test_structure_holds_slices_not_events() -> None:
         driver.process("k", [(t, {"v": 1.0}) for t in range(start, start + 60_000, 1000)],
                        watermark=start)
         # at most 6 complete slices of 10 minutes, never the ~3,600 events of an hour
-        assert len(driver._cache["k"].lanes[0].w) <= 6
+        assert len(driver.key_store.cached("k").lanes[0].w) <= 6
 
 
 # ----------------------------------------------------------------------------- kernels
