@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import heapq
 import operator
-import random
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
@@ -69,10 +68,9 @@ from adapters.query.specs import (
 )
 from adapters.query.times import END_OF_INPUT, parse_time, parse_watermark
 from adapters.state.backend import KeyState, MemoryStateBackend, StateBackend
-from adapters.state.codec import CODEC_VERSION, decode_entry, decode_meta
+from adapters.state.codec import MetaWriter, decode_entry, decode_meta, decode_watermark
 from swag_core import make_window
 
-_nonce = random.Random()
 _COMPACT_MIN = 4096
 _TIME = operator.itemgetter(TIME)
 
@@ -204,7 +202,7 @@ class WindowDriver:
         self._first_policy = len(self._lanes) - len(measures)  # policy lanes last
         self._sliding = [(spec.range, spec.slide, spec.offset + spec.range)
                          for _, spec in time_specs if isinstance(spec, SlidingWindow)]
-        self._meta_head = f'{{"codec":{CODEC_VERSION},"q":"{q.fingerprint}","n":'
+        self._write_meta = MetaWriter(q.fingerprint)
         self._per_event = bool(count_specs or policy_specs
                                or any(isinstance(s, OverWindow) for _, s in time_specs))
         #: the cross-key batch runtime for the commonest queries (None: not covered)
@@ -436,7 +434,7 @@ class WindowDriver:
         runtime's; ``policy``: :meth:`_policy_lengths`): log removals, the new log entry, then
         the metadata, which the cached runtime remembers (a restart or another path is
         detected by it changing)."""
-        meta = self._encode_meta(rt, policy)
+        meta = self._write_meta(rt.wm, rt.seq, rt.released, rt.late, policy)
         if removal is not None:
             state.remove_events(*removal)
         if entry is not None:
@@ -449,15 +447,6 @@ class WindowDriver:
         if self._first_policy == len(rt.lanes):
             return ""
         return ",".join([str(len(ls.w)) for ls in rt.lanes[self._first_policy:]])
-
-    def _encode_meta(self, rt: KeyCounters, policy: str) -> bytes:
-        # The same JSON as codec.encode_meta(dict) would write, formatted directly: this runs
-        # on every call (tests check the two agree).
-        wm = rt.wm
-        wm_text = str(wm) if type(wm) is int else "null" if wm == -INF else '"end"' \
-            if wm == INF else str(int(wm))
-        return (f'{self._meta_head}{_nonce.getrandbits(62)},"wm":{wm_text},"seq":{rt.seq},'
-                f'"rel":{rt.released},"late":{rt.late},"pol":[{policy}]}}').encode()
 
     def _next_timer(self, rt: KeyRuntime) -> int | None:
         """Smallest watermark at which :meth:`advance_watermark` will emit something."""
@@ -594,7 +583,7 @@ class WindowDriver:
                 f"{self.query.fingerprint!r}); start from empty state or keep the query")
         rt = self._new_runtime()
         wm = meta["wm"]
-        rt.wm = -INF if wm is None else INF if wm == "end" else int(wm)
+        rt.wm = decode_watermark(wm)
         rt.seq, rt.released, rt.late = int(meta["seq"]), int(meta["rel"]), int(meta["late"])
         b = rt.wm - self.allowed_lateness
         released: list[Record] = []
