@@ -595,4 +595,22 @@ def decode_meta(data: bytes | str) -> dict[str, Any]:
     version = meta.get("codec") if isinstance(meta, dict) else None
     if type(version) is not int or version not in READABLE_VERSIONS:
         raise version_error(META_FORMAT, version, READABLE_VERSIONS, what="codec version")
+    for name, valid in _META_FIELDS.items():
+        value = meta.get(name)
+        if not valid(value):
+            raise StateError(f"corrupt {META_FORMAT}: field {name!r} is {value!r:.40} "
+                             f"({data!r:.120})")
     return meta
+
+
+def _count(x: Any) -> bool:
+    return type(x) is int and x >= 0
+
+
+#: the fields of every readable version, and what each may hold
+_META_FIELDS: dict[str, Any] = {
+    "q": lambda x: type(x) is str,
+    "wm": lambda x: x is None or x == "end" or type(x) is int,
+    "seq": _count, "rel": _count, "late": _count,
+    "pol": lambda x: type(x) is list and all(map(_count, x)),
+}

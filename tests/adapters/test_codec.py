@@ -171,9 +171,10 @@ def test_unsupported_types_and_corrupt_bytes() -> None:
 
 
 def test_meta() -> None:
-    meta = {"codec": CODEC_VERSION, "wm": None, "seq": 3}
+    meta = {"codec": CODEC_VERSION, "q": "ab", "n": 7, "wm": None, "seq": 3, "rel": 0,
+            "late": 0, "pol": []}
     assert decode_meta(encode_meta(meta)) == meta
-    assert decode_meta(encode_meta({"codec": 1})) == {"codec": 1}  # still readable
+    assert decode_meta(encode_meta({**meta, "codec": 1})) == {**meta, "codec": 1}  # readable
     with pytest.raises(StateError, match="codec version 99"):
         decode_meta(encode_meta({"codec": 99}))
     with pytest.raises(StateError, match="corrupt"):
@@ -204,3 +205,14 @@ def test_reserved_form_tags_are_refused_by_name(tag: int) -> None:
     with pytest.raises(CodecError, match=f"event-log entry starts with form tag 0x{tag:02x}"):
         decode_entry(0, 0, bytes([tag]) + b"[1]")
     assert decode_value(b"\n[1]") == [1]  # JSON whitespace is still JSON
+
+
+@pytest.mark.parametrize(("field", "bad"), [("q", None), ("wm", "start"), ("wm", 1.5),
+                                            ("seq", -1), ("rel", "2"), ("late", None),
+                                            ("pol", [1, -2]), ("pol", None)])
+def test_corrupt_metadata_fields_are_named(field: str, bad: Any) -> None:
+    meta = {"codec": CODEC_VERSION, "q": "ab", "n": 1, "wm": None, "seq": 0, "rel": 0,
+            "late": 0, "pol": []}
+    assert decode_meta(encode_meta(meta)) == meta
+    with pytest.raises(StateError, match=f"field '{field}' is"):
+        decode_meta(encode_meta({**meta, field: bad}))
