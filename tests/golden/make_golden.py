@@ -80,9 +80,44 @@ def _unknown_versions() -> dict[str, Any]:
     }
 
 
-def build() -> dict[str, dict[str, Any]]:
-    """Every golden file's content, by file name."""
+def _beam_layout() -> dict[str, Any] | None:
+    """The Beam state cells: names, and the coders' bytes of the sample log entries (the
+    ordered list's sort key is the event time in microseconds)."""
+    try:
+        from beam_adapter.state import BAG_LOG_SPEC, META_SPEC, ORDERED_LOG_SPEC
+    except ImportError:
+        return None
+    meta = bytes.fromhex(_checkpoint(samples.CHECKPOINTS["policy_lanes"])["meta_hex"])
+    entries = samples.ENGINE_LOG
     return {
+        "meta": {"name": META_SPEC.name, "value_hex": meta.hex(),
+                 "coded_hex": META_SPEC.coder.encode(meta).hex()},
+        "ordered_list": {"name": ORDERED_LOG_SPEC.name, "entries": [
+            {"sort_micros": t * 1000, "coded_hex": ORDERED_LOG_SPEC.coder.encode((s, d)).hex()}
+            for t, s, d in entries]},
+        "bag": {"name": BAG_LOG_SPEC.name, "entries": [
+            {"coded_hex": BAG_LOG_SPEC.coder.encode((t, s, d)).hex()} for t, s, d in entries]},
+    }
+
+
+def _flink_layout() -> dict[str, Any] | None:
+    """The Flink state descriptors: names and type information."""
+    try:
+        from flink_adapter.state import log_descriptor, meta_descriptor, timer_descriptor
+    except ImportError:
+        return None
+    return {kind: {"name": d.name, "type": str(d.type_info)} for kind, d in
+            [("meta", meta_descriptor()), ("log", log_descriptor()),
+             ("timer", timer_descriptor())]}
+
+
+def build() -> dict[str, dict[str, Any]]:
+    """Every golden file's content, by file name (the engine layouts only where that engine
+    is installed: run this once in each engine's environment)."""
+    engines = {name: layout for name, layout in [("beam_state.json", _beam_layout()),
+                                                 ("flink_state.json", _flink_layout())]
+               if layout is not None}
+    return {**engines,
         "values.json": {
             **{name: {"hex": encode_value(v).hex(), "canonical": True}
                for name, v in samples.VALUES.items()},

@@ -64,6 +64,10 @@ SPARK_SEGMENTS: dict[str, list[tuple[int, int, bytes]]] = {
     "extreme_times": [(-2**63, 0, b"x"), (2**63 - 1, 2**63 - 1, b"y")],
 }
 
+#: Log entries as an engine stores them (Beam's coders, Flink's map state).
+ENGINE_LOG: list[tuple[int, int, bytes]] = [
+    (5, 0, b'{"a":1}'), (-3, 2, b""), (2**40, 2**40, b"\x02" + bytes(6) + b"\x04@")]
+
 _SUM_COUNT = {"s": {"fn": "sum", "field": "v"}, "c": {"fn": "count"},
               "ids": {"fn": "collect", "field": "v"}}
 
