@@ -1,9 +1,10 @@
 """Writes the golden state samples ``tests/golden/*.json`` from ``samples.py``.
 
-Run by hand, never by CI: ``PYTHONPATH=. python -m tests.golden.make_golden``. Run it only
+Run by hand, never by CI: ``PYTHONPATH=. python -m tests.golden.make_golden``, in the core
+environment and in the Beam and Flink ones (for their state layouts). Run it only
 to add samples (a new format, a new version); the committed bytes of existing samples must
-never change, because they stand for checkpoints that users hold. The script refuses to
-change an existing sample's bytes unless ``--force`` is given.
+never change, because they stand for checkpoints that users hold. The script keeps every
+sample already in a file as it is, unless ``--force`` is given.
 """
 
 from __future__ import annotations
