@@ -32,7 +32,7 @@ GOLDEN = Path(__file__).parent.parent / "golden"
 
 
 def _load(name: str) -> dict[str, Any]:
-    return json.loads((GOLDEN / name).read_text())  # type: ignore[no-any-return]
+    return json.loads((GOLDEN / name).read_text())
 
 
 VALUES = _load("values.json")
