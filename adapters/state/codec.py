@@ -544,7 +544,7 @@ def decode_value(data: bytes | str) -> Any:
 
 
 # ------------------------------------------------------------------------- metadata
-_nonce = random.Random()
+_getrandbits = random.Random().getrandbits
 
 
 def watermark_text(wm: int | float) -> str:
@@ -575,8 +575,9 @@ class MetaWriter:
         """The metadata bytes; ``policy``: the policy windows' lengths, comma-separated
         (empty without policy windows)."""
         if nonce is None:
-            nonce = _nonce.getrandbits(62)
-        return (f'{self._head}{nonce},"wm":{watermark_text(wm)},"seq":{seq},'
+            nonce = _getrandbits(62)
+        wm_text = str(wm) if type(wm) is int else watermark_text(wm)
+        return (f'{self._head}{nonce},"wm":{wm_text},"seq":{seq},'
                 f'"rel":{released},"late":{late},"pol":[{policy}]}}').encode()
 
 
