@@ -31,7 +31,6 @@ from __future__ import annotations
 import gc
 import json
 import math
-import struct
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -50,6 +49,7 @@ from pyspark.sql.types import (
 
 from adapters import END_OF_INPUT, Output, Query, TransientKeyState, WindowDriver
 from adapters.state.backend import LogEntry
+from adapters.state.segments import decode_segment, encode_segment, segment_range
 
 from ._types import SparkTypeError
 
@@ -407,59 +407,13 @@ def arrow_table(plan: Plan, schema: Any, cols: dict[str, list[Any]]) -> Any:
 
 
 # ----------------------------------------------------------------------------- state
-_SEGMENT = struct.Struct(">4sBqqI")   # magic, version, min time, max time, entry count
-_ENTRY = struct.Struct(">qqI")        # time, seq, data length (then the data bytes)
-_MAGIC = b"SWGL"
-SEGMENT_VERSION = 1
-
-
-def encode_segment(entries: Sequence[LogEntry]) -> bytes:
-    """Log entries as one binary segment (see :class:`SparkKeyState`)."""
-    times = [e[0] for e in entries]
-    parts = [_SEGMENT.pack(_MAGIC, SEGMENT_VERSION, min(times), max(times), len(entries))]
-    pack = _ENTRY.pack
-    for t, s, d in entries:
-        parts.append(pack(t, s, len(d)))
-        parts.append(d)
-    return b"".join(parts)
-
-
-def segment_range(blob: bytes) -> tuple[int, int]:
-    """``(min time, max time)`` of a segment, from its header."""
-    magic, version, lo, hi, _ = _SEGMENT.unpack_from(blob, 0)
-    if magic != _MAGIC or version != SEGMENT_VERSION:
-        from adapters import StateError
-        raise StateError(f"swag event-log segment with magic {magic!r} version {version}: "
-                         f"not written by this version of spark_adapter")
-    return lo, hi
-
-
-def decode_segment(blob: bytes) -> list[LogEntry]:
-    """Inverse of :func:`encode_segment` (plain struct unpacking: no code runs)."""
-    segment_range(blob)
-    n = _SEGMENT.unpack_from(blob, 0)[4]
-    pos = _SEGMENT.size
-    unpack, size = _ENTRY.unpack_from, _ENTRY.size
-    out = []
-    for _ in range(n):
-        t, s, length = unpack(blob, pos)
-        pos += size
-        out.append((t, s, blob[pos:pos + length]))
-        pos += length
-    if pos != len(blob):
-        from adapters import StateError
-        raise StateError(f"corrupt swag event-log segment ({len(blob)} bytes, {n} entries)")
-    return out
-
-
 class SparkKeyState:
     """:class:`adapters.KeyState` over one key's Spark state variables.
 
     * meta: ``ValueState`` ``swag_meta`` (``m binary``): the driver's metadata bytes;
     * event log: ``ListState`` ``swag_log`` (``seg binary``) of *segments*: each
       ``add_events`` call (one per key and micro-batch) appends one element holding all its
-      entries, packed as a header (``b"SWGL"``, version 1, min time, max time, count; big
-      endian) followed by ``(time: int64, seq: int64, length: uint32, data)`` per entry.
+      entries (format: :mod:`adapters.state.segments`).
       ``remove_events`` drops the segments entirely before ``before``, rewrites the one(s)
       straddling it and keeps the others as they are.
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import heapq
 import operator
-import random
 from bisect import bisect_left
 from collections import OrderedDict
 from typing import Any
@@ -50,10 +49,9 @@ from adapters.driver.time_lane import TimeLane, end_after
 from adapters.errors import BadEventError, CodecError, StateError
 from adapters.query.specs import Query, SlidingWindow
 from adapters.state.backend import KeyState
-from adapters.state.codec import CODEC_VERSION, decode_entry, decode_meta
+from adapters.state.codec import MetaWriter, decode_entry, decode_meta, decode_watermark
 from swag_core import make_window
 
-_nonce = random.Random()
 _COMPACT_MIN = 4096
 _TIME = operator.itemgetter(TIME)
 
@@ -97,7 +95,7 @@ class KeyStore:
                          for _, spec in lane.specs if isinstance(spec, SlidingWindow)]
         self._per_event = any(not isinstance(lane, TimeLane) or lane.has_over
                               for lane in lanes)
-        self._meta_head = f'{{"codec":{CODEC_VERSION},"q":"{query.fingerprint}","n":'
+        self._write_meta = MetaWriter(query.fingerprint)
 
     # ------------------------------------------------------------------ the cache
     def cached(self, key: Any) -> KeyRuntime | None:
@@ -156,7 +154,7 @@ class KeyStore:
                 f"{self.query.fingerprint!r}); start from empty state or keep the query")
         rt = self._new_runtime()
         wm = meta["wm"]
-        rt.wm = -INF if wm is None else INF if wm == "end" else int(wm)
+        rt.wm = decode_watermark(wm)
         rt.seq, rt.released, rt.late = int(meta["seq"]), int(meta["rel"]), int(meta["late"])
         b = rt.wm - self.lateness
         released, pending, segments = self._read_log(key, state, b)
@@ -210,7 +208,7 @@ class KeyStore:
         ``policy``: :meth:`policy_lengths`): log removals, the new log entry, then the
         metadata, which the runtime remembers (a restart or the other path is detected by it
         changing)."""
-        meta = self._encode_meta(rt, policy)
+        meta = self._write_meta(rt.wm, rt.seq, rt.released, rt.late, policy)
         if removal is not None:
             state.remove_events(*removal)
         if entry is not None:
@@ -224,16 +222,6 @@ class KeyStore:
             return ""
         return ",".join([str(len(ls.w)) for ls in rt.lanes[self._first_policy:]])
 
-    def _encode_meta(self, rt: KeyCounters, policy: str) -> bytes:
-        # The same JSON as codec.encode_meta(dict) would write, formatted directly: this runs
-        # on every call (tests check the two agree).
-        wm = rt.wm
-        wm_text = str(wm) if type(wm) is int else "null" if wm == -INF else '"end"' \
-            if wm == INF else str(int(wm))
-        return (f'{self._meta_head}{_nonce.getrandbits(62)},"wm":{wm_text},"seq":{rt.seq},'
-                f'"rel":{rt.released},"late":{rt.late},"pol":[{policy}]}}').encode()
-
-    # ------------------------------------------------------------------ timers
     def next_timer(self, rt: KeyRuntime) -> int | None:
         """:meth:`timer` of a per-key runtime."""
         times = rt.times

@@ -2,8 +2,12 @@
 
 * :mod:`~adapters.state.backend`: the :class:`KeyState` protocol engine adapters implement
   over their managed state (metadata blob + event log), and the in-memory reference backends;
-* :mod:`~adapters.state.codec`: the versioned codec of everything persisted (metadata, log
-  entries, values). No pickle: decoding never executes code.
+* :mod:`~adapters.state.codec`: the versioned codec of everything the driver persists
+  (metadata, log entries, values). No pickle: decoding never executes code;
+* :mod:`~adapters.state.segments`: packed segments of several log entries (Spark's log).
+
+Each persisted format has its owner here, a version and golden samples (``tests/golden``);
+``docs/adapters.md`` section 5 lists them.
 """
 
 from adapters.state.backend import (

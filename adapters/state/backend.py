@@ -17,7 +17,8 @@ How the engines map it:
 engine      meta                         event log
 ==========  ===========================  ================================================
 Flink       ``ValueState[bytes]``        ``MapState[seq -> (time, data)]``; remove by key
-Spark       ``ValueState`` (binary)      ``MapState`` (key ``seq``, value ``time, data``)
+Spark       ``ValueState`` (binary)      ``ListState`` of packed segments, one per call
+                                         (:mod:`adapters.state.segments`)
 Beam        ``ReadModifyWriteState``     ``OrderedListState`` with sort key ``time``:
                                          ``clear_range(min, before)``
 ==========  ===========================  ================================================

@@ -52,6 +52,19 @@ the same call is a **segment** (first byte ``0x03``), their times and values col
          | 0x02 | n x float64 LE                       (bare floats)
 
 The i-th event of a segment stored with ``seq = s`` has arrival number ``s + i``.
+
+Versions: a key's metadata names the codec version of all its state (``"codec"``), and
+:func:`decode_meta` refuses a version outside :data:`READABLE_VERSIONS` before any entry is
+read. Values and entries carry their form in the first byte: JSON text never starts with a
+byte below ``0x20`` other than whitespace, so bytes ``0x00``-``0x1f`` are reserved for binary
+forms; one this code does not know (a form of a newer version) raises :class:`CodecError`
+naming it, instead of being misread.
+
+Metadata (:class:`MetaWriter` writes it on every call, :func:`encode_meta` is its general
+form, :func:`decode_meta` reads both) is one JSON object with keys in this order::
+
+    {"codec":2,"q":"<query fingerprint>","n":<nonce>,"wm":<int | null | "end">,
+     "seq":<next arrival number>,"rel":<released>,"late":<late>,"pol":[<policy lengths>]}
 """
 
 from __future__ import annotations
@@ -60,8 +73,9 @@ import base64
 import json
 import math
 import operator
+import random
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from adapters.errors import CodecError, StateError
@@ -70,6 +84,20 @@ from adapters.errors import CodecError, StateError
 CODEC_VERSION = 2
 #: Versions this code can read (version 1: JSON values only).
 READABLE_VERSIONS = frozenset({1, 2})
+
+#: Format names, as errors name them.
+META_FORMAT = "window-state metadata"
+VALUE_FORMAT = "event value"
+ENTRY_FORMAT = "event-log entry"
+
+
+def version_error(fmt: str, found: object, supported: Iterable[int],
+                  error: type[Exception] = StateError, what: str = "version") -> Exception:
+    """The error for stored bytes of format ``fmt`` whose version (``what``) is ``found``, not
+    one of ``supported``."""
+    return error(f"{fmt}: {what} {found!r} is unknown; this version of swag reads {what}s "
+                 f"{sorted(supported)} (was the state written by a newer swag?)")
+
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False,
                           check_circular=False).encode
@@ -270,8 +298,26 @@ def types_of(xs: Sequence[Any]) -> set[type] | frozenset[type]:
     return set(tl)
 
 
-# ------------------------------------------------------------------------- log entries
+# ------------------------------------------------------------------------- form tags
 _SEGMENT = 3
+#: first bytes of JSON text below 0x20 (whitespace): every other byte below 0x20 is a tag
+_JSON_WHITESPACE = frozenset(b"\t\n\r")
+_VALUE_TAGS = {_PACKED_RECORD: "0x01 packed record", _PACKED_FLOAT: "0x02 packed float"}
+_ENTRY_TAGS = {**_VALUE_TAGS, _SEGMENT: "0x03 segment"}
+
+
+def _unknown_tag(fmt: str, tag: int, known: dict[int, str]) -> CodecError:
+    return CodecError(
+        f"{fmt} starts with form tag 0x{tag:02x}, unknown to codec versions "
+        f"{sorted(READABLE_VERSIONS)} (they read {', '.join(known.values())} and JSON text); "
+        f"was the state written by a newer swag?")
+
+
+def _is_unknown_tag(first: int, known: dict[int, str]) -> bool:
+    return first < 0x20 and first not in known and first not in _JSON_WHITESPACE
+
+
+# ------------------------------------------------------------------------- log entries
 _SEGMENT_HEAD = struct.Struct("<BI")
 _TIMES_PACKED, _TIMES_JSON = 0, 1
 _BODY_JSON, _BODY_RECORDS, _BODY_FLOATS = 0, 1, 2
@@ -429,6 +475,8 @@ def decode_entry(time: int, seq: int, data: bytes) -> list[tuple[int, int, Any]]
                 raise
             raise CodecError(f"corrupt segment {data!r:.80}: {exc}") from None
         return list(zip(times, range(seq, seq + len(times)), values))
+    if data and isinstance(data, (bytes, bytearray)) and _is_unknown_tag(data[0], _ENTRY_TAGS):
+        raise _unknown_tag(ENTRY_FORMAT, data[0], _ENTRY_TAGS)
     return [(time, seq, decode_value(data))]
 
 
@@ -486,11 +534,51 @@ def decode_value(data: bytes | str) -> Any:
                 if len(data) != 9:
                     raise CodecError(f"corrupt packed float {data!r:.80}")
                 return _FLOAT.unpack(data[1:])[0]
+            if _is_unknown_tag(first, _VALUE_TAGS):
+                raise _unknown_tag(VALUE_FORMAT, first, _VALUE_TAGS)
         return json.loads(data, object_hook=_hook)
     except (ValueError, TypeError, struct.error, StopIteration) as exc:
         if isinstance(exc, CodecError):
             raise
         raise CodecError(f"corrupt value bytes {data!r:.80}: {exc}") from None
+
+
+# ------------------------------------------------------------------------- metadata
+_getrandbits = random.Random().getrandbits
+
+
+def watermark_text(wm: int | float) -> str:
+    """The metadata's ``wm`` as JSON text: an int, ``null`` (``-inf``: no watermark yet) or
+    ``"end"`` (``+inf``: end of input)."""
+    if type(wm) is int:
+        return str(wm)
+    return "null" if wm == -math.inf else '"end"' if wm == math.inf else str(int(wm))
+
+
+def decode_watermark(value: Any) -> int | float:
+    """Inverse of :func:`watermark_text` for the parsed ``wm`` of :func:`decode_meta`."""
+    return -math.inf if value is None else math.inf if value == "end" else int(value)
+
+
+class MetaWriter:
+    """Writes the metadata of the keys of one query (fixed fingerprint), the same bytes as
+    :func:`encode_meta` of the equal dict, formatted directly: it runs once per call and
+    key. Each write carries a fresh random 62-bit nonce unless ``nonce`` is given."""
+
+    __slots__ = ("_head",)
+
+    def __init__(self, fingerprint: str) -> None:
+        self._head = f'{{"codec":{CODEC_VERSION},"q":{_dumps(fingerprint)},"n":'
+
+    def __call__(self, wm: int | float, seq: int, released: int, late: int, policy: str,
+                 nonce: int | None = None) -> bytes:
+        """The metadata bytes; ``policy``: the policy windows' lengths, comma-separated
+        (empty without policy windows)."""
+        if nonce is None:
+            nonce = _getrandbits(62)
+        wm_text = str(wm) if type(wm) is int else watermark_text(wm)
+        return (f'{self._head}{nonce},"wm":{wm_text},"seq":{seq},'
+                f'"rel":{released},"late":{late},"pol":[{policy}]}}').encode()
 
 
 def encode_meta(meta: dict[str, Any]) -> bytes:
@@ -499,14 +587,31 @@ def encode_meta(meta: dict[str, Any]) -> bytes:
 
 
 def decode_meta(data: bytes | str) -> dict[str, Any]:
-    """Inverse of :func:`encode_meta`; checks the codec version."""
+    """Inverse of :func:`encode_meta`; checks the codec version (:class:`StateError` naming
+    the version found and the readable ones)."""
     try:
         meta = json.loads(data)
     except ValueError as exc:
-        raise StateError(f"corrupt window-state metadata {data!r:.80}: {exc}") from None
-    if not isinstance(meta, dict) or meta.get("codec") not in READABLE_VERSIONS:
-        version = meta.get("codec") if isinstance(meta, dict) else None
-        raise StateError(
-            f"window-state metadata has codec version {version!r}; this version of swag reads "
-            f"{sorted(READABLE_VERSIONS)}")
+        raise StateError(f"corrupt {META_FORMAT} {data!r:.80}: {exc}") from None
+    version = meta.get("codec") if isinstance(meta, dict) else None
+    if type(version) is not int or version not in READABLE_VERSIONS:
+        raise version_error(META_FORMAT, version, READABLE_VERSIONS, what="codec version")
+    for name, valid in _META_FIELDS.items():
+        value = meta.get(name)
+        if not valid(value):
+            raise StateError(f"corrupt {META_FORMAT}: field {name!r} is {value!r:.40} "
+                             f"({data!r:.120})")
     return meta
+
+
+def _count(x: Any) -> bool:
+    return type(x) is int and x >= 0
+
+
+#: the fields of every readable version, and what each may hold
+_META_FIELDS: dict[str, Any] = {
+    "q": lambda x: type(x) is str,
+    "wm": lambda x: x is None or x == "end" or type(x) is int,
+    "seq": _count, "rel": _count, "late": _count,
+    "pol": lambda x: type(x) is list and all(map(_count, x)),
+}

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from adapters import CODEC_VERSION, CodecError, decode_value, encode_value
 from adapters.errors import StateError
 from adapters.state.codec import Columns, decode_entry, decode_meta, encode_entry, encode_meta
+from adapters.state.segments import decode_segment, encode_segment, segment_range
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(-2**80, 2**80),
                     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8),
@@ -170,10 +171,48 @@ def test_unsupported_types_and_corrupt_bytes() -> None:
 
 
 def test_meta() -> None:
-    meta = {"codec": CODEC_VERSION, "wm": None, "seq": 3}
+    meta = {"codec": CODEC_VERSION, "q": "ab", "n": 7, "wm": None, "seq": 3, "rel": 0,
+            "late": 0, "pol": []}
     assert decode_meta(encode_meta(meta)) == meta
-    assert decode_meta(encode_meta({"codec": 1})) == {"codec": 1}  # still readable
+    assert decode_meta(encode_meta({**meta, "codec": 1})) == {**meta, "codec": 1}  # readable
     with pytest.raises(StateError, match="codec version 99"):
         decode_meta(encode_meta({"codec": 99}))
     with pytest.raises(StateError, match="corrupt"):
         decode_meta(b"\xff")
+
+
+def test_spark_segments_round_trip_and_reject_garbage() -> None:
+    entries = [(5, 1, b'{"a":1}'), (-3, 2, b""), (2**40, 3, "é".encode())]
+    blob = encode_segment(entries)
+    assert decode_segment(blob) == entries
+    assert segment_range(blob) == (-3, 2**40)
+    with pytest.raises(StateError, match="not a swag event-log segment"):
+        decode_segment(b"PICKLE" + blob[6:])
+    with pytest.raises(StateError, match="corrupt"):
+        decode_segment(blob + b"x")
+    with pytest.raises(StateError, match="corrupt"):
+        decode_segment(blob[:-1])
+    with pytest.raises(StateError, match="corrupt"):
+        decode_segment(blob[:30])  # inside the first entry's head
+    with pytest.raises(StateError, match="shorter than its 25-byte header"):
+        segment_range(blob[:10])
+
+
+@pytest.mark.parametrize("tag", [0, 4, 8, 0x0b, 0x1f])
+def test_reserved_form_tags_are_refused_by_name(tag: int) -> None:
+    with pytest.raises(CodecError, match=f"event value starts with form tag 0x{tag:02x}"):
+        decode_value(bytes([tag]) + b"[1]")
+    with pytest.raises(CodecError, match=f"event-log entry starts with form tag 0x{tag:02x}"):
+        decode_entry(0, 0, bytes([tag]) + b"[1]")
+    assert decode_value(b"\n[1]") == [1]  # JSON whitespace is still JSON
+
+
+@pytest.mark.parametrize(("field", "bad"), [("q", None), ("wm", "start"), ("wm", 1.5),
+                                            ("seq", -1), ("rel", "2"), ("late", None),
+                                            ("pol", [1, -2]), ("pol", None)])
+def test_corrupt_metadata_fields_are_named(field: str, bad: Any) -> None:
+    meta = {"codec": CODEC_VERSION, "q": "ab", "n": 1, "wm": None, "seq": 0, "rel": 0,
+            "late": 0, "pol": []}
+    assert decode_meta(encode_meta(meta)) == meta
+    with pytest.raises(StateError, match=f"field '{field}' is"):
+        decode_meta(encode_meta({**meta, field: bad}))

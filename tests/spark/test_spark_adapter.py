@@ -1,5 +1,5 @@
 """spark_adapter: restarts, Spark types in and out, output forms, bad input, and the pure
-helpers (durations, JSON repair, the event-log segment codec)."""
+helpers (durations, JSON repair)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, StringType, StructType, TimestampType
 
-from adapters import StateError
 from spark_adapter import (
     SparkConfigError,
     SparkTypeError,
@@ -19,7 +18,6 @@ from spark_adapter import (
     sliding_aggregate,
     tumbling,
 )
-from spark_adapter._runtime import decode_segment, encode_segment, segment_range
 from spark_adapter._types import json_fixer
 from tests.conformance import corpus
 from tests.conformance.oracle import expected
@@ -419,15 +417,3 @@ def test_json_fixer_restores_non_finite_floats():
     assert math.isnan(v["x"]) and v["xs"][0] == math.inf and v["xs"][3] == -math.inf
     assert v["s"] == "NaN" and v["xs"][1:3] == [1.0, None]
     assert json_fixer(StructType.fromJson({"type": "struct", "fields": []})) is None
-
-
-def test_segment_codec_round_trip_and_rejects_garbage():
-    entries = [(5, 1, b'{"a":1}'), (-3, 2, b""), (2**40, 3, "é".encode())]
-    blob = encode_segment(entries)
-    assert decode_segment(blob) == entries
-    assert segment_range(blob) == (-3, 2**40)
-    with pytest.raises(StateError):
-        decode_segment(b"PICKLE" + blob[6:])
-    with pytest.raises(StateError):
-        decode_segment(blob + b"x")
-

@@ -1,0 +1,1 @@
+"""Golden state samples: committed bytes of every persisted format (see samples.py)."""

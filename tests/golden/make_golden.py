@@ -1,0 +1,157 @@
+"""Writes the golden state samples ``tests/golden/*.json`` from ``samples.py``.
+
+Run by hand, never by CI: ``PYTHONPATH=. python -m tests.golden.make_golden``, in the core
+environment and in the Beam and Flink ones (for their state layouts). Run it only
+to add samples (a new format, a new version); the committed bytes of existing samples must
+never change, because they stand for checkpoints that users hold. The script keeps every
+sample already in a file as it is, unless ``--force`` is given.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from adapters import WindowDriver
+from adapters.state.backend import MemoryKeyState
+from adapters.state.codec import decode_meta, encode_entry, encode_meta, encode_value
+from adapters.state.segments import encode_segment
+from tests.golden import samples
+
+HERE = Path(__file__).parent
+
+
+def _entry(time: int, seq: int, data: bytes) -> dict[str, Any]:
+    return {"time": time, "seq": seq, "hex": data.hex()}
+
+
+def _checkpoint(spec: dict[str, Any]) -> dict[str, Any]:
+    """Runs the calls on one key, then records its state and the rows a driver restored
+    from that state emits at the end of input."""
+    state = MemoryKeyState()
+    driver = WindowDriver(spec["query"])
+    for call in spec["calls"]:
+        events = [(t, {"v": v}) for t, v in call["events"]]
+        driver.process("k", events, state)
+        if call["watermark"] is not None:
+            driver.advance_watermark("k", call["watermark"], state)
+    meta = state.get_meta()
+    assert meta is not None
+    log = state.entries()
+    restored = MemoryKeyState()
+    restored.put_meta(meta)
+    restored.add_events(log)
+    rows = WindowDriver(spec["query"]).advance_watermark("k", "end", restored).rows
+    return {"query": spec["query"], "meta_hex": meta.hex(), "meta": decode_meta(meta),
+            "log": [_entry(*e) for e in log], "rows_at_end": json.loads(json.dumps(rows))}
+
+
+def _v1_checkpoint() -> dict[str, Any]:
+    spec = samples.V1_CHECKPOINT
+    meta = dict(spec["meta"])
+    meta = {"codec": 1, "q": WindowDriver(spec["query"]).query.fingerprint, **meta}
+    state = MemoryKeyState()
+    state.put_meta(encode_meta(meta))
+    state.add_events(spec["log"])
+    rows = WindowDriver(spec["query"]).advance_watermark("k", "end", state).rows
+    return {"query": spec["query"], "meta_hex": encode_meta(meta).hex(), "meta": meta,
+            "log": [_entry(*e) for e in spec["log"]], "rows_at_end": rows}
+
+
+def _unknown_versions() -> dict[str, Any]:
+    meta3 = encode_meta({"codec": 3, "q": "0" * 16, "n": 1, "wm": None, "seq": 0, "rel": 0,
+                         "late": 0, "pol": []})
+    segment = bytearray(encode_segment(samples.SPARK_SEGMENTS["three_entries"]))
+    segment[4] = 2  # the version byte
+    return {
+        "meta_codec_3": {"format": "meta", "hex": meta3.hex(),
+                         "error": "StateError", "match": r"codec version 3 is unknown.*\[1, 2\]"},
+        "meta_without_codec": {"format": "meta", "hex": b'{"q":"x"}'.hex(),
+                               "error": "StateError",
+                               "match": r"codec version None is unknown.*\[1, 2\]"},
+        "value_tag_0x04": {"format": "value", "hex": (b"\x04" + bytes(8)).hex(),
+                           "error": "CodecError", "match": r"form tag 0x04.*\[1, 2\]"},
+        "entry_tag_0x1f": {"format": "entry", "hex": b"\x1f[1]".hex(),
+                           "error": "CodecError", "match": r"form tag 0x1f.*\[1, 2\]"},
+        "spark_segment_version_2": {"format": "spark_segment", "hex": bytes(segment).hex(),
+                                    "error": "StateError",
+                                    "match": r"SWGL\): version 2 is unknown.*\[1\]"},
+    }
+
+
+def _beam_layout() -> dict[str, Any] | None:
+    """The Beam state cells: names, and the coders' bytes of the sample log entries (the
+    ordered list's sort key is the event time in microseconds)."""
+    try:
+        from beam_adapter.state import BAG_LOG_SPEC, META_SPEC, ORDERED_LOG_SPEC
+    except ImportError:
+        return None
+    meta = bytes.fromhex(_checkpoint(samples.CHECKPOINTS["policy_lanes"])["meta_hex"])
+    entries = samples.ENGINE_LOG
+    return {
+        "meta": {"name": META_SPEC.name, "value_hex": meta.hex(),
+                 "coded_hex": META_SPEC.coder.encode(meta).hex()},
+        "ordered_list": {"name": ORDERED_LOG_SPEC.name, "entries": [
+            {"sort_micros": t * 1000, "coded_hex": ORDERED_LOG_SPEC.coder.encode((s, d)).hex()}
+            for t, s, d in entries]},
+        "bag": {"name": BAG_LOG_SPEC.name, "entries": [
+            {"coded_hex": BAG_LOG_SPEC.coder.encode((t, s, d)).hex()} for t, s, d in entries]},
+    }
+
+
+def _flink_layout() -> dict[str, Any] | None:
+    """The Flink state descriptors: names and type information."""
+    try:
+        from flink_adapter.state import log_descriptor, meta_descriptor, timer_descriptor
+    except ImportError:
+        return None
+    return {kind: {"name": d.name, "type": str(d.type_info)} for kind, d in
+            [("meta", meta_descriptor()), ("log", log_descriptor()),
+             ("timer", timer_descriptor())]}
+
+
+def build() -> dict[str, dict[str, Any]]:
+    """Every golden file's content, by file name (the engine layouts only where that engine
+    is installed: run this once in each engine's environment)."""
+    engines = {name: layout for name, layout in [("beam_state.json", _beam_layout()),
+                                                 ("flink_state.json", _flink_layout())]
+               if layout is not None}
+    return {**engines,
+        "values.json": {
+            **{name: {"hex": encode_value(v).hex(), "canonical": True}
+               for name, v in samples.VALUES.items()},
+            **{name: {"hex": data.hex(), "canonical": False}
+               for name, (data, _) in samples.V1_VALUES.items()}},
+        "entries.json": {name: _entry(time, seq, encode_entry(times, values))
+                         for name, (time, seq, times, values) in samples.ENTRIES.items()},
+        "spark_segments.json": {name: {"hex": encode_segment(entries).hex()}
+                                for name, entries in samples.SPARK_SEGMENTS.items()},
+        "checkpoints.json": {**{name: _checkpoint(spec)
+                                for name, spec in samples.CHECKPOINTS.items()},
+                             "codec_v1": _v1_checkpoint()},
+        "unknown_versions.json": _unknown_versions(),
+    }
+
+
+def _merge(path: Path, new: dict[str, Any], force: bool) -> dict[str, Any]:
+    """``new`` with every sample already in ``path`` kept as it is (or replaced with
+    ``force``)."""
+    old = json.loads(path.read_text()) if path.exists() else {}
+    if force:
+        return new
+    return {**new, **old}
+
+
+def main(argv: list[str]) -> None:
+    force = "--force" in argv
+    for name, content in build().items():
+        path = HERE / name
+        merged = _merge(path, content, force)
+        path.write_text(json.dumps(merged, indent=1, ensure_ascii=True, sort_keys=True) + "\n")
+        print(f"{path}: {len(merged)} samples")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
