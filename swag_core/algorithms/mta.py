@@ -1030,15 +1030,6 @@ class Amta(_MtaBase):
         return acc
 
     # ------------------------------------------------------------------ invariants
-    def result_pair(self) -> tuple[Any, Any]:
-        """``(R0, R1)`` as raw aggregates, ``None`` for ∅ (for inspection and tests)."""
-        return (None if self._r0 is EMPTY else self._r0,
-                None if self._r1 is EMPTY else self._r1)
-
-    def stack_entries(self) -> list[Any]:
-        """The stack S, bottom first (for inspection and tests)."""
-        return list(self._stack)
-
     def check_invariants(self, eq: Callable[[Any, Any], bool] | None = None) -> None:
         """Recompute every stored aggregate and check the structure; raise AssertionError
         on the first violation. ``eq`` compares aggregates (default ``==``).

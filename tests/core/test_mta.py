@@ -22,12 +22,23 @@ from swag_core import (
     product,
 )
 from swag_core.aggregations import Count, Last, Max, Min, Sum
+from swag_core.algorithms._queues import EMPTY
 from swag_core.algorithms.mta import Amta, LogMta
 
 from .helpers import Model, concat, counting, int_sum, matmul
 
 CLASSES = [LogMta, Amta]
 NAMES = ["log_mta", "amta"]
+
+
+def result_pair(w: Amta) -> tuple[Any, Any]:
+    """Amta's ``(R0, R1)`` as raw aggregates, ``None`` for the empty one."""
+    return (None if w._r0 is EMPTY else w._r0, None if w._r1 is EMPTY else w._r1)
+
+
+def stack_entries(w: Amta) -> list[Any]:
+    """Amta's stack S, bottom first."""
+    return list(w._stack)
 
 
 def fill(cls: type, agg: Aggregation, values: list[Any], start: int = 0) -> Any:
@@ -98,21 +109,21 @@ def test_t1_log_mta_fig1_build_up() -> None:
 def test_t2_amta_fig4() -> None:
     w = fill(Amta, int_sum(), [1, 2, 1, 2, 1, 2])
     assert w.levels() == [[(1, 2)] * 3, [(3, 3)]]   # the last <1,2> has no parent
-    assert w.result_pair() == (6, 3)                 # T11: R1 = 3, not 9 or 12
-    assert w.stack_entries() == [3, 5]
+    assert result_pair(w) == (6, 3)                 # T11: R1 = 3, not 9 or 12
+    assert stack_entries(w) == [3, 5]
     assert w.query() == 9
     w.insert(6, 1)
     w.check_invariants()
     assert w.levels() == [[(1, 2)] * 3 + [(1, None)], [(3, 3), (3, None)], [(6, None)]]
-    assert w.result_pair() == (6, 4)                 # the paper's "7" is an erratum
-    assert w.stack_entries() == [3, 5]
+    assert result_pair(w) == (6, 4)                 # the paper's "7" is an erratum
+    assert stack_entries(w) == [3, 5]
     assert w.query() == 10
     w = fill(Amta, int_sum(), [1, 2, 1, 2, 1, 2])
     w.evict()
     w.check_invariants()
     assert w.levels()[0] == [(None, 2), (1, 2), (1, 2)]
-    assert w.result_pair() == (5, 3)
-    assert w.stack_entries() == [3]
+    assert result_pair(w) == (5, 3)
+    assert stack_entries(w) == [3]
     assert w.query() == 8
 
 
@@ -128,7 +139,7 @@ def test_t3_amta_build_up() -> None:
     for i in range(1, 6):
         w.insert(i, i)
         w.check_invariants()
-        assert (w.result_pair(), w.stack_entries()) == states[i]
+        assert (result_pair(w), stack_entries(w)) == states[i]
     assert w.levels() == [[(1, 2), (3, 4), (5, None)], [(3, 7)]]
     w.check_invariants()
     w3 = fill(Amta, int_sum(), [1, 2, 3])
@@ -140,7 +151,7 @@ def test_t4_amta_fig5_single_evictions() -> None:
     w = fill(Amta, int_sum(), [1, 3, 2, 1, 2, 1, 1, 0, 3, 1])
     assert w.levels() == [[(1, 3), (2, 1), (2, 1), (1, 0), (3, 1)], [(4, 3), (3, 1)],
                           [(7, None)]]
-    assert (w.result_pair(), w.stack_entries(), w.query()) == ((7, 8), [3, 6], 15)
+    assert (result_pair(w), stack_entries(w), w.query()) == ((7, 8), [3, 6], 15)
     steps = [
         ((6, 8), [3], 14),
         ((3, 8), [1], 11),
@@ -151,7 +162,7 @@ def test_t4_amta_fig5_single_evictions() -> None:
     for i, state in enumerate(steps):
         w.evict()
         w.check_invariants()
-        assert (w.result_pair(), w.stack_entries(), w.query()) == state
+        assert (result_pair(w), stack_entries(w), w.query()) == state
         if i == 0:
             assert w.levels()[0][0] == (None, 3)
         if i == 1:   # L1 head removed, L2 head blanked; L3 <7,∅> is stale by design (P10)
@@ -295,10 +306,10 @@ def test_t12_amta_edge_cases() -> None:
     w = Amta(int_sum())
     w.insert(0, 5)                                   # insert into an empty AMTA
     w.check_invariants()
-    assert (w.result_pair(), w.query()) == ((5, None), 5)
+    assert (result_pair(w), w.query()) == ((5, None), 5)
     w.evict()                                        # single-element window evicted
     w.check_invariants()
-    assert (w.result_pair(), w.stack_entries(), len(w), w.query()) == ((None, None), [], 0, 0)
+    assert (result_pair(w), stack_entries(w), len(w), w.query()) == ((None, None), [], 0, 0)
     assert w.levels() == []
     w.insert(1, 7)
     assert w.query() == 7 and w.oldest() == 1
