@@ -1,7 +1,7 @@
 """FlatFAT: the flat, pointer-less fixed-size aggregation tree of the Reactive Aggregator.
 
 Tangwongsan, Hirzel, Schneider, Wu, "General Incremental Sliding-Window Aggregation",
-PVLDB 8(7), 2015, section 4 (note ``reactive-flatfat.md`` sections 1.4-1.7). Shared by the
+PVLDB 8(7), 2015, section 4. Shared by the
 in-order ``flatfat`` window and the out-of-order ``reactive`` window.
 
 Layout (paper section 4.3, 0-based leaves here): a complete binary tree over ``capacity``
@@ -119,7 +119,7 @@ class FlatFAT:
         if len(values) < capacity:
             tree.extend([empty] * (capacity - len(values)))
         combine = self._combine
-        # Descending heap index = level by level, bottom-up (note section 1.9). Only nodes
+        # Descending heap index = level by level, bottom-up. Only nodes
         # whose leaves start inside the filled prefix can be non-empty.
         filled_end = capacity + len(values)   # first EMPTY leaf index
         lo, hi = capacity, filled_end

@@ -2,10 +2,9 @@
 
 Tangwongsan, Hirzel, Schneider: "Out-of-Order Sliding-Window Aggregation with Efficient Bulk
 Evictions and Insertions", PVLDB 16(11) 2023, extended version arXiv 2307.11210 ("the paper";
-section numbers below are the paper's). The algorithms follow the digest
-``notes/fiba-bulk.md`` section 3, which reconstructs the paper's pseudocode from the reference
-implementation; it includes the note's fix of the reference implementation's bulk-insert bug
-(note 8.1: a collision on an inner node never yields a second treelet group for that node).
+section numbers below are the paper's). The algorithms follow the paper's pseudocode as the
+reference implementation realizes it, with one fix of the reference's bulk insert: a
+collision on an inner node never yields a second treelet group for that node.
 
 Structure (paper section 3.2). A B-tree with minimum arity ``mu = arity`` and maximum arity
 ``2 * mu``: every non-root node has ``mu .. 2*mu`` children (leaves: ``mu - 1 .. 2*mu - 1``
@@ -16,7 +15,7 @@ as ``existing (+) new``). The *fingers* ``_lf`` / ``_rf`` are the leftmost / rig
 the *left spine* is the path from the root's first child down to ``_lf`` (flag ``ls``), the
 right spine the path down to ``_rf`` (flag ``rs``); the root carries neither flag.
 
-Location-sensitive partial aggregates (paper section 3.2, note 2.2): with ``c_i`` the children
+Location-sensitive partial aggregates (paper section 3.2): with ``c_i`` the children
 and ``v_i`` the values of a node ``y``,
 
 * up (non-spine, non-root): ``agg(c_0) v_0 agg(c_1) ... v_last agg(c_last)``, the whole
@@ -55,7 +54,7 @@ Choices beyond the note's pseudocode (same trees, fewer combines; all covered by
 * bulk evict recomputes a neighbor only when its first child lost entries, and never
   recomputes boundary nodes as up nodes: they all become the new left spine, which Step 3
   recomputes;
-* equal times inside one bulk are combined first, in batch order (note 8.2.17);
+* equal times inside one bulk are combined first, in batch order;
 * ``evict`` only removes the oldest entry, so single-entry rebalancing always starts on the
   left spine and borrows from / merges with the second child of the parent.
 """
@@ -106,7 +105,7 @@ def _has_up(n: _Node) -> bool:
 
 def _establish(groups: list[list[Any]], node: _Node, level: int) -> list[Any]:
     """The treelet group ``[node, level, times, values, right children]`` at the end of
-    ``groups`` for ``node`` (note 3.9 ``establish``: consecutive treelets with one target
+    ``groups`` for ``node`` (consecutive treelets with one target
     share one group; the new entries are kept as three parallel lists)."""
     if groups:
         last = groups[-1]
@@ -161,7 +160,7 @@ class Fiba(Window):
     # ------------------------------------------------------------------ aggregates
     def _recalc(self, n: _Node) -> None:
         """Recompute ``n.agg`` / ``n.cnt`` from its children (and parent, on a spine);
-        note 3.1 ``recalc``. Never combines with the identity."""
+        never combines with the identity."""
         if n is self._lf:
             self._recalc_left_finger(n)
             return
@@ -414,7 +413,7 @@ class Fiba(Window):
 
     def _insert_inside(self, time: int, value: Any) -> None:
         """Insert away from the fingers' fast paths: coalesce with an equal time, or add
-        the entry to its leaf and split overflowing nodes up the tree (note 3.4)."""
+        the entry to its leaf and split overflowing nodes up the tree."""
         n = self._finger_start(time)
         while True:
             times = n.times
@@ -433,7 +432,7 @@ class Fiba(Window):
         n.values.insert(i, value)
         hl = n.ls
         hr = n.rs
-        if len(times) >= self._max:  # arity 2*mu + 1: split up the tree (note 3.4)
+        if len(times) >= self._max:  # arity 2*mu + 1: split up the tree
             while len(n.times) >= self._max:
                 if n.parent is None:
                     self._height_increase()
@@ -497,7 +496,7 @@ class Fiba(Window):
 
     def _split(self, left: _Node) -> None:
         """Split an overflowing node (arity 2*mu + 1) into arities mu + 1 and mu; the middle
-        entry moves up into the parent (note 3.4 ``split``)."""
+        entry moves up into the parent."""
         mu = self._mu
         p = left.parent
         assert p is not None
@@ -616,7 +615,7 @@ class Fiba(Window):
 
     def _borrow(self, p: _Node, n: _Node, s: _Node) -> None:
         """Rotate the first entry (and child) of ``s``, the second child of ``p``, through
-        ``p``'s first separator to the end of ``n``, its first child (note 3.6 ``move``)."""
+        ``p``'s first separator to the end of ``n``, its first child."""
         n.times.append(p.times[0])
         n.values.append(p.values[0])
         p.times[0] = s.times.pop(0)
@@ -683,7 +682,7 @@ class Fiba(Window):
             times = node.times
             i = bisect_left(times, t)
             if i < len(times) and times[i] == t:
-                break  # exact match: everything right of it is > t (note 8.2.10)
+                break  # exact match: everything right of it is > t
             if i == len(times):
                 if nb is not None:
                     nb = nb.children[0]
@@ -701,7 +700,7 @@ class Fiba(Window):
         last_level = len(boundary) - 1
         for level in range(len(boundary)):
             node, nb, anc = boundary[last_level - level]
-            # a neighbor whose first child (the lower neighbor) lost entries (note 8.2.8)
+            # a neighbor whose first child (the lower neighbor) lost entries
             if nb_changed and nb is not None and prev_nb is not None and prev_nb.parent is nb:
                 if _has_up(nb):
                     self._recalc(nb)
@@ -716,7 +715,7 @@ class Fiba(Window):
                     new_root = node.children[0] if (not node.leaf and len(node.children) == 1) \
                         else node
                     par = new_root.parent
-                    if par is not None:  # detach before discarding the old tree (note 8.2.7)
+                    if par is not None:  # detach before discarding the old tree
                         par.children.pop()
                         del par.times[-1:]
                         del par.values[-1:]
@@ -743,7 +742,7 @@ class Fiba(Window):
                         self._merge_not_sibling(node, nb, anc)  # Fig. 3: nb absorbs node
                         skip_up_to = anc
                     top = anc
-            # all surviving boundary nodes form the new left spine (note 8.2.9)
+            # all surviving boundary nodes form the new left spine
             spine = node if skip_up_to is None else nb
             assert spine is not None
             spine.ls = True
@@ -761,7 +760,7 @@ class Fiba(Window):
         elif len(top.times) + 1 >= mu:
             hl = top.ls
             hr = top.rs
-        else:  # the ancestor above the boundary lost one entry (note 8.2.11)
+        else:  # the ancestor above the boundary lost one entry
             top, hl, hr = self._rebalance_after_evict(top)
         self._repair_aggs(top, hl, hr)
         return len(boundary)
@@ -790,7 +789,7 @@ class Fiba(Window):
                     ch[0].ls = True
 
     def _move_batch(self, node: _Node, nb: _Node, anc: _Node, k: int) -> None:
-        """Fig. 2 (note 3.7 ``move_batch``): ``k`` entries and children move from the
+        """Fig. 2: ``k`` entries and children move from the
         neighbor ``nb`` into ``node``, rotating through the separator held by ``anc``."""
         a = bisect_left(anc.times, nb.times[0]) - 1
         nt = nb.times
@@ -813,7 +812,7 @@ class Fiba(Window):
             self._recalc(nb)
 
     def _merge_not_sibling(self, node: _Node, nb: _Node, anc: _Node) -> None:
-        """Fig. 3 (note 3.7 ``merge_not_sibling``): ``nb`` absorbs ``node`` and the separator
+        """Fig. 3: ``nb`` absorbs ``node`` and the separator
         from ``anc``; everything in ``anc`` left of that separator is discarded."""
         a = bisect_left(anc.times, nb.times[0]) - 1
         nb.times[:0] = [*node.times, anc.times[a]]
@@ -825,7 +824,7 @@ class Fiba(Window):
             node.children = []
         par = node.parent
         assert par is not None
-        par.children.pop()  # detach first (note 8.2.6); node is its parent's last child
+        par.children.pop()  # detach first; node is its parent's last child
         del par.times[-1:]
         del par.values[-1:]
         node.parent = None
@@ -837,7 +836,7 @@ class Fiba(Window):
 
     # ------------------------------------------------------------------ bulk insert
     def _bulk_insert_lifted(self, batch: list[tuple[int, Any]]) -> None:
-        """Paper section 5 (note 3.9): one finger search from the right finger, breadcrumb
+        """Paper section 5: one finger search from the right finger, breadcrumb
         searches for the other keys, then the tree is grown level by level (treelets), each
         overflowing node split once into as many nodes as needed (``_bulk_split``)."""
         keys = [t for t, _ in batch]
@@ -871,7 +870,7 @@ class Fiba(Window):
             raise
 
     def _multi_search(self, keys: list[int], vals: list[Any]) -> list[list[Any]]:
-        """Step 1 (note 3.9 ``multi_search``): the insertion site of every key, found by a
+        """Step 1: the insertion site of every key, found by a
         finger search from the right finger for the first key and then by climbing the
         breadcrumb stack only until the next key fits (paper Lemma 1). A key already present
         (at any level) is combined in place (``existing (+) new``) and leaves a recompute
@@ -917,7 +916,7 @@ class Fiba(Window):
         return groups
 
     def _grow(self, groups: list[list[Any]]) -> None:
-        """Steps 2 and 3 of bulk insert (note 3.9 ``bulk_insert``): level by level, put each
+        """Steps 2 and 3 of bulk insert: level by level, put each
         group's new entries into its node, splitting it once if it overflows (promotions go
         to the parent's group at the next level); nodes with up aggregates are repaired and
         their parents scheduled; then pass down from the highest touched spine nodes."""
@@ -934,7 +933,7 @@ class Fiba(Window):
                 x, glevel, gt, gv, gc = group
                 if not gt and glevel > level:
                     # a collision's recompute event rides along until its level; never a
-                    # second group for the same node (the fix of note 8.1)
+                    # second group for the same node (see the module docstring)
                     if not (nxt and nxt[-1][0] is x):
                         nxt.append(group)
                     continue

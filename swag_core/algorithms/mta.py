@@ -1,6 +1,6 @@
 """Monoid Tree Aggregator: Log MTA and Amortized MTA (Villalba, Berral, Carrera, IEEE TPDS
-2018, DOI 10.1109/TPDS.2018.2868960; note ``mta.md``, whose corrections of the printed
-pseudocode this follows).
+2018, DOI 10.1109/TPDS.2018.2868960). Where the printed pseudocode is wrong, the comments
+below say what this code does instead and why.
 
 Both keep the window as the paper's *list of level queues* (section 4.1.1): level 0 holds the
 leaves (the entries' lifted values, oldest first) and every element of level ``l + 1`` is the
@@ -13,10 +13,10 @@ pair ``<*, ∅>`` an even last position. No sentinel value ever reaches ``combin
 it is as long as the live part (amortized O(1), no ``combine`` calls).
 
 * :class:`LogMta` (section 4.1) keeps one tree, every aggregate up to date: the root level is
-  a single pair (option B of note P1) and the result is the combine of that pair. A new root
+  a single pair and the result is the combine of that pair. A new root
   level is created with both old-top pairs as children (corrected Algorithm 1), so levels are
   *relatively* aligned: ``parent(x) = (x >> 1) + sh[l]`` with a per-level shift ``sh``. A root
-  with one live element is trimmed (note P19), so the height stays minimal.
+  with one live element is trimmed, so the height stays minimal.
 * :class:`Amta` (section 4.2) keeps a *forest*: the last pair of every level is the root of its
   own tree (Invariant 3) and only completed pairs get a parent, so insertion is amortized O(1).
   Levels are globally aligned (``parent(x) = x >> 1``, live range of level ``l`` starts at
@@ -25,7 +25,7 @@ it is as long as the live part (amortized O(1), no ``combine`` calls).
   in O(1) and single evictions in amortized O(1) (Algorithms 3 to 7, corrected).
 
 Both implement the paper's user-programmable Window Slide Policy as :meth:`enforce`, a
-root-to-leaf search (Algorithm 2 with the corrections of note §2.4 and §2.9), and override
+root-to-leaf search (Algorithm 2, corrected as the search code says), and override
 ``bulk_evict`` with an O(log n) prefix removal (the count comes from a ``bisect`` on the
 times, so it costs no ``combine`` call at all).
 """
@@ -215,8 +215,8 @@ class _MtaBase(Window):
     # ------------------------------------------------------------------ introspection
     def levels(self) -> list[list[tuple[Any, Any]]]:
         """The level queues as lists of pairs ``(e0, e1)``, leaves first, ``None`` for an
-        empty slot (the paper's ∅). For inspection and tests (note §6 states its examples in
-        this form); in :class:`Amta` the leftmost branch may hold stale values (note P10)."""
+        empty slot (the paper's ∅), the form in which the paper states its examples; in
+        :class:`Amta` the leftmost branch may hold stale values."""
         out: list[list[tuple[Any, Any]]] = []
         if not self._t:
             return out
@@ -266,7 +266,7 @@ class LogMta(_MtaBase):
     part of each level is rebuilt once, not per entry).
 
     The height h is log2(n) + 1 while the window grows. When it shrinks, the root is trimmed
-    as soon as its older child is gone (note P19), so h can stay at log2 of the recent
+    as soon as its older child is gone, so h can stay at log2 of the recent
     maximum size for a while; the levels above log2(n) + 1 then hold single-element pairs
     only, which cost loop steps but no ``combine`` call (hence the bound L above).
     """
@@ -328,8 +328,8 @@ class LogMta(_MtaBase):
                 low = lo[level]
             hi = bb + len(below)
             if (low >> 1) != ((hi - 1) >> 1):
-                # The root level now holds two pairs: a new root pair over both (note P1, option
-                # B). The old root pair is unchanged, so its aggregate is the old total.
+                # The root level now holds two pairs: a new root pair over both. The
+                # old root pair is unchanged, so its aggregate is the old total.
                 young = below[-1]
                 v.append([total, young])
                 base.append(0)
@@ -417,12 +417,12 @@ class LogMta(_MtaBase):
         x = self._lo0 + k
         self._lo0 = x
         h = len(v) - 1
-        # remove_pairs on every level (Algorithm 2 lines 4-8, with the rm count of note P2
+        # remove_pairs on every level (Algorithm 2 lines 4-8, with the paper's rm count
         # replaced by the position arithmetic it amounts to)
         for level in range(1, h + 1):
             x = (x >> 1) + sh[level]
             lo[level] = x
-        # a root with one live element is redundant (note P19; also covers Alg. 2 line 13)
+        # a root with one live element is redundant (also covers Alg. 2 line 13)
         while h and lo[h] == base[h] + len(v[h]) - 1:
             v.pop()
             base.pop()
@@ -486,8 +486,8 @@ class LogMta(_MtaBase):
             w = make_window("amta", product({"t": Max().on(lambda r: r.time),
                                              "mean": Mean().on(lambda r: r.value)}))
             w.enforce(lambda total, p: total[0] - p[0] >= R)
-            # keep the newest entries whose sum is <= 10 (running example, section 3.2,
-            # note P5): with (sum, last), P goes while what stays after it (plus its last
+            # keep the newest entries whose sum is <= 10 (running example, section 3.2):
+            # with (sum, last), P goes while what stays after it (plus its last
             # entry) is still above 10; Last's raw aggregate is a 1-tuple, Sum's an exact
             # fixed-point int (docs/aggregations.md) that its lower turns into the number
             total_sum = Sum()
@@ -515,7 +515,7 @@ class LogMta(_MtaBase):
         """Root-to-leaf search for the longest prefix that satisfies ``policy``, assuming the
         whole window does not (read-only). At each level the region is one pair whose right
         end is known to fail; its e0 is checked with the removed-so-far aggregate on its left
-        (Algorithm 2 lines 10-12): out -> go right, else go left (note §2.4)."""
+        (Algorithm 2 lines 10-12): out -> go right, else go left."""
         v = self._v
         base = self._base
         lo = self._lo
@@ -628,9 +628,9 @@ class Amta(_MtaBase):
     ``combine`` calls: ``query`` at most 1 (cached); ``insert`` 1 for R1 plus 1 per completed
     pair (about 1 amortized) plus an O(log n) rebuild of (R0, S, R1) when the top pair is
     completed (rare: amortized O(1)); ``evict`` pops S into R0 and pushes one entry per newly
-    exposed full head pair (amortized O(1); O(log n) when the oldest tree is used up, note
-    P12). A steady insert + evict + query round costs about 4-6 calls. ``bulk_evict`` of any
-    number: at most about 3 log2(n) (recompute of S and R0, and of R1 if whole trees went).
+    exposed full head pair (amortized O(1); O(log n) when the oldest tree is used up). A
+    steady insert + evict + query round costs about 4-6 calls. ``bulk_evict`` of any number:
+    at most about 3 log2(n) (recompute of S and R0, and of R1 if whole trees went).
     :meth:`enforce` checks the head one entry at a time for up to ``bit_length(n)`` entries
     and then switches to the O(log n) forest search (section 4.2.4).
     """
@@ -680,7 +680,7 @@ class Amta(_MtaBase):
     # ------------------------------------------------------------------ result pair
     def _left(self) -> None:
         """compute_left_result (Algorithm 4): S and R0 from the head pairs, top level down.
-        Reads only e1 of full head pairs and the head leaf, never stale (note P10)."""
+        Reads only e1 of full head pairs and the head leaf, never stale."""
         v = self._v
         base = self._base
         lo0 = self._lo0
@@ -694,14 +694,15 @@ class Amta(_MtaBase):
             i = x - base[level] + 1
             if not x & 1 and i < len(row):
                 b = row[i]
-                top = b if top is EMPTY else combine(b, top)   # b is older (note P15)
+                top = b if top is EMPTY else combine(b, top)   # b is older
                 stack.append(top)
         head = v[0][lo0 - base[0]]
         self._r0 = head if top is EMPTY else combine(head, top)
 
     def _right(self) -> None:
-        """compute_right_result (Algorithm 5, corrected by note P13): R1 from scratch over
-        the tail pairs of every level below the top, older (higher) trees on the left."""
+        """compute_right_result (Algorithm 5, corrected to cover every level below the top):
+        R1 from scratch over the tail pairs of every level below the top, older (higher)
+        trees on the left."""
         combine = self._combine
         tail_tree = self._tail_tree
         r1 = EMPTY
@@ -712,7 +713,7 @@ class Amta(_MtaBase):
 
     def _refresh_left(self) -> None:
         """Recompute the leftmost branch bottom-up, the precondition of a bulk search
-        (section 4.2.4; single evictions leave it stale on purpose, note P10)."""
+        (section 4.2.4; single evictions leave it stale on purpose: they never read it)."""
         v = self._v
         base = self._base
         lo0 = self._lo0
@@ -840,7 +841,7 @@ class Amta(_MtaBase):
                 if not x & 1 and x + 1 < hi:
                     break                             # full head pair: e0 <- ∅ (Alg. 6 line 13)
                 if level == h:
-                    # the leftmost tree is used up (note P12): drop the top level and rebuild
+                    # the leftmost tree is used up: drop the top level and rebuild
                     v.pop()
                     base.pop()
                     self._left()
@@ -919,7 +920,7 @@ class Amta(_MtaBase):
         evicted then). Section 4.2.4: the head is checked one entry at a time (cumulative
         prefix, one ``combine`` per check); after ``bit_length(n)`` entries that all go, the
         search switches to the forest: whole trees oldest first, then Algorithm 2 inside the
-        first tree that does not go (note §2.9). Constant-size windows thus cost amortized
+        first tree that does not go. Constant-size windows thus cost amortized
         O(1) per call and a bulk eviction of any size O(log n).
         """
         self._check_policy(policy)
@@ -1038,7 +1039,7 @@ class Amta(_MtaBase):
         every level below it has at least two (so the height is at most log2(n) + 1);
         Invariant 3 (level l + 1 holds exactly the parents of the non-tail pairs of level l);
         every element off the leftmost branch equals the combine of its children (the
-        leftmost branch may be stale by design, note P10); R0 is the fold of the oldest
+        leftmost branch may be stale by design); R0 is the fold of the oldest
         tree, R1 of the younger ones; S is what Algorithm 4 would build and its top is the
         oldest tree without its head leaf; the cached total is R0 (+) R1.
         """
