@@ -41,16 +41,16 @@ Subtrees cut off by ``bulk_evict`` go to a deferred free list (paper section 6) 
 operations release a few nodes at a time, so a bulk eviction never pays for deallocating O(m)
 nodes (the tree has parent pointers, so releasing also breaks the reference cycles).
 
-Choices beyond the note's pseudocode (same trees, fewer combines; all covered by
-``check_invariants`` in the tests):
+Choices beyond the paper's pseudocode (same trees, fewer combines; the tests check every
+stored aggregate against a recomputation, ``tests/core/fiba_invariants.py``):
 
 * the left finger's aggregate is computed back to front, leaving all its suffixes in ``_suf``,
   so evicting the oldest entry without underflow costs no combine (the front stack of
   Two-Stacks); an in-order append to the right finger costs one combine, and a split of the
   full right finger extends its parent's aggregate instead of recomputing it;
 * bulk insert passes down from the highest touched node of each spine and recomputes the root
-  only when it was touched (the note walks both spines whenever the root is touched: spine
-  aggregates never include the root's);
+  only when it was touched (walking both spines whenever the root is touched would be
+  wasted: spine aggregates never include the root's);
 * bulk evict recomputes a neighbor only when its first child lost entries, and never
   recomputes boundary nodes as up nodes: they all become the new left spine, which Step 3
   recomputes;
@@ -66,7 +66,7 @@ from collections.abc import Iterator
 from functools import reduce
 from itertools import islice
 from operator import eq
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar
 
 from swag_core.aggregation import Aggregation
 from swag_core.errors import EmptyWindowError
@@ -562,8 +562,8 @@ class Fiba(Window):
         with or borrowing from a sibling. Here ``n`` is always on the left spine (the left
         finger after ``evict``, or the ancestor above a bulk-eviction boundary), so it is its
         parent's first child and the sibling is the second child. Returns the top node and
-        whether the left / right spine was hit (the sibling may be on the right spine; the
-        note's ``hl |= sibling.ls`` of PR #80 cannot fire here).
+        whether the left / right spine was hit (the sibling may be on the right spine, never
+        on the left: it is not the first child).
 
         With ``eager`` (single evictions), an underflowing left finger merges with its sibling
         whenever the merged leaf fits, instead of only when the sibling is minimal: after the
@@ -664,34 +664,10 @@ class Fiba(Window):
         return before - len(self)
 
     def _bulk_evict(self, t: int) -> int:
-        """Note 3.7 with oldest <= t < youngest; returns the boundary length."""
+        """Evict every entry with time <= t, given oldest <= t < youngest (the boundary
+        search, then Figs. 2 to 5 level by level); returns the boundary length."""
         mu = self._mu
-        # ---- Step 1: eviction-boundary search (per level: node, neighbor, their LCA)
-        node = self._finger_start(t)
-        anc: _Node | None
-        nb: _Node | None
-        if node.parent is None:
-            anc = nb = None
-        else:
-            anc = node.parent
-            ch = anc.children
-            i = ch.index(node)
-            nb = ch[i + 1] if i + 1 < len(ch) else None
-        boundary: list[tuple[_Node, _Node | None, _Node | None]] = [(node, nb, anc)]
-        while not node.leaf:
-            times = node.times
-            i = bisect_left(times, t)
-            if i < len(times) and times[i] == t:
-                break  # exact match: everything right of it is > t
-            if i == len(times):
-                if nb is not None:
-                    nb = nb.children[0]
-            else:
-                anc = node
-                nb = node.children[i + 1]
-            node = node.children[i]
-            boundary.append((node, nb, anc))
-
+        boundary = self._eviction_boundary(t)
         # ---- Step 2: pass up, bottom level first
         skip_up_to: _Node | None = None
         top: _Node | None = None
@@ -710,22 +686,7 @@ class Fiba(Window):
                 skip_up_to = None
                 self._evict_prefix(node, t)
                 if nb is None:
-                    # node is the root or on the right spine: everything outside its subtree
-                    # is <= t, so it (or its only child) becomes the root (Figs. 4 and 5)
-                    new_root = node.children[0] if (not node.leaf and len(node.children) == 1) \
-                        else node
-                    par = new_root.parent
-                    if par is not None:  # detach before discarding the old tree
-                        par.children.pop()
-                        del par.times[-1:]
-                        del par.values[-1:]
-                        new_root.parent = None
-                        self._trash.append(self._root)
-                    new_root.ls = new_root.rs = False
-                    self._root = new_root
-                    if level == 0:
-                        self._reset_left_finger(new_root)
-                    top = new_root
+                    top = self._root_from(node, level == 0)
                     break
                 assert anc is not None
                 if len(node.times) + 1 >= mu:
@@ -764,6 +725,55 @@ class Fiba(Window):
             top, hl, hr = self._rebalance_after_evict(top)
         self._repair_aggs(top, hl, hr)
         return len(boundary)
+
+    def _eviction_boundary(self, t: int
+                           ) -> list[tuple[_Node, _Node | None, _Node | None]]:
+        """Step 1 of bulk eviction: per level from the top, ``(node, neighbor, LCA)``, where
+        ``node`` holds the boundary at ``t``, ``neighbor`` is the next node to its right on
+        that level and the LCA their lowest common ancestor (``None`` for both when nothing
+        lies to the right)."""
+        node = self._finger_start(t)
+        anc: _Node | None
+        nb: _Node | None
+        if node.parent is None:
+            anc = nb = None
+        else:
+            anc = node.parent
+            ch = anc.children
+            i = ch.index(node)
+            nb = ch[i + 1] if i + 1 < len(ch) else None
+        boundary: list[tuple[_Node, _Node | None, _Node | None]] = [(node, nb, anc)]
+        while not node.leaf:
+            times = node.times
+            i = bisect_left(times, t)
+            if i < len(times) and times[i] == t:
+                break  # exact match: everything right of it is > t
+            if i == len(times):
+                if nb is not None:
+                    nb = nb.children[0]
+            else:
+                anc = node
+                nb = node.children[i + 1]
+            node = node.children[i]
+            boundary.append((node, nb, anc))
+        return boundary
+
+    def _root_from(self, node: _Node, is_leaf_level: bool) -> _Node:
+        """``node`` is the root or on the right spine and everything outside its subtree is
+        evicted: it (or its only child) becomes the root (Figs. 4 and 5)."""
+        new_root = node.children[0] if (not node.leaf and len(node.children) == 1) else node
+        par = new_root.parent
+        if par is not None:  # detach before discarding the old tree
+            par.children.pop()
+            del par.times[-1:]
+            del par.values[-1:]
+            new_root.parent = None
+            self._trash.append(self._root)
+        new_root.ls = new_root.rs = False
+        self._root = new_root
+        if is_leaf_level:
+            self._reset_left_finger(new_root)
+        return new_root
 
     def _reset_left_finger(self, n: _Node) -> None:
         """Flag the child-0 path below ``n`` as left spine and point ``_lf`` at its leaf."""
@@ -1173,143 +1183,3 @@ class Fiba(Window):
                 hi = None  # child j lies entirely below hi
             n = ch[j]
             lo = None
-
-    # ------------------------------------------------------------------ debugging aid
-    def check_invariants(self) -> None:
-        """Verify the whole structure; raise ``AssertionError`` naming the first violation.
-
-        A debugging aid (O(n) time and combine calls): checks equal leaf depth, arity bounds,
-        time order (also across levels), parent pointers, spine flags, both fingers, the
-        entry counts, and every stored partial aggregate against a recomputation from the
-        values (aggregates are compared with ``==``).
-        """
-        mu = self._mu
-        mx = self._max
-        comb = self._combine
-        root = self._root
-
-        def fail(msg: str) -> NoReturn:
-            raise AssertionError(f"fiba invariant violated: {msg}")
-
-        if root.parent is not None or root.ls or root.rs:
-            fail("root has a parent or a spine flag")
-        leaves: list[_Node] = []
-        depth: list[int] = []
-        # full[id] = (aggregate or None when empty, count)
-        full: dict[int, tuple[Any, int]] = {}
-
-        def fold(parts: list[tuple[Any, int]]) -> tuple[Any, int]:
-            acc: Any = None
-            cnt = 0
-            for a, c in parts:
-                if c:
-                    acc = a if cnt == 0 else comb(acc, a)
-                    cnt += c
-            return acc, cnt
-
-        def visit(n: _Node, d: int, lo: float, hi: float) -> tuple[Any, int]:
-            times = n.times
-            if len(n.values) != len(times):
-                fail(f"node {times}: {len(n.values)} values for {len(times)} times")
-            arity = len(times) + 1
-            if n is root:
-                if not n.leaf and arity < 2:
-                    fail("internal root with fewer than 2 children")
-                if arity > mx:
-                    fail(f"root arity {arity} > {mx}")
-            elif not mu <= arity <= mx:
-                fail(f"node {times} arity {arity} outside [{mu}, {mx}]")
-            prev = lo
-            for t in times:
-                if type(t) is not int:
-                    fail(f"node {times}: time {t!r} is not an int")
-                if not prev < t:
-                    fail(f"node {times}: times out of order / outside ({lo}, {hi})")
-                prev = t
-            if times and not times[-1] < hi:
-                fail(f"node {times}: times outside ({lo}, {hi})")
-            if n.leaf:
-                if n.children:
-                    fail(f"leaf {times} has children")
-                leaves.append(n)
-                depth.append(d)
-                res = fold([(v, 1) for v in n.values])
-            else:
-                ch = n.children
-                if len(ch) != arity:
-                    fail(f"node {times}: {len(ch)} children for arity {arity}")
-                parts: list[tuple[Any, int]] = []
-                for k, c in enumerate(ch):
-                    if c.parent is not n:
-                        fail(f"child {k} of {times} has a wrong parent pointer")
-                    spine_parent = n is root or n.ls
-                    if c.ls != (spine_parent and k == 0):
-                        fail(f"child {k} of {times}: left-spine flag {c.ls}")
-                    spine_parent = n is root or n.rs
-                    if c.rs != (spine_parent and k == arity - 1):
-                        fail(f"child {k} of {times}: right-spine flag {c.rs}")
-                    parts.append(visit(c, d + 1, times[k - 1] if k else lo,
-                                       times[k] if k < len(times) else hi))
-                    if k < len(times):
-                        parts.append((n.values[k], 1))
-                res = fold(parts)
-            full[id(n)] = res
-            return res
-
-        visit(root, 0, -_INF, _INF)
-        if len(set(depth)) > 1:
-            fail(f"leaves at different depths {sorted(set(depth))}")
-        if self._lf is not leaves[0]:
-            fail("left finger is not the leftmost leaf")
-        if self._rf is not leaves[-1]:
-            fail("right finger is not the rightmost leaf")
-
-        def inner(n: _Node) -> tuple[Any, int]:
-            if n.leaf:
-                return full[id(n)]
-            parts: list[tuple[Any, int]] = []
-            for k in range(len(n.times)):
-                if k:
-                    parts.append(full[id(n.children[k])])
-                parts.append((n.values[k], 1))
-            return fold(parts)
-
-        def expected(n: _Node) -> tuple[Any, int]:
-            p = n.parent
-            if p is None:
-                return inner(n)
-            last = () if n.leaf else (full[id(n.children[-1])],)
-            first = () if n.leaf else (full[id(n.children[0])],)
-            if n.ls:
-                up = [expected(p)] if p.parent is not None else []
-                return fold([inner(n), *last, *up])
-            if n.rs:
-                up = [expected(p)] if p.parent is not None else []
-                return fold([*up, *first, inner(n)])
-            return full[id(n)]
-
-        stack = [root]
-        while stack:
-            n = stack.pop()
-            a, c = expected(n)
-            if c == 0:
-                a = self._identity
-            if n.cnt != c:
-                fail(f"node {n.times}: stored count {n.cnt}, expected {c}")
-            if n.agg != a:
-                fail(f"node {n.times}: stored aggregate {n.agg!r}, expected {a!r}")
-            stack.extend(n.children)
-        suf = self._suf
-        if suf is not None:
-            lf = self._lf
-            p = lf.parent
-            tail = [expected(p)] if p is not None and p.parent is not None else []
-            if len(suf) != len(lf.values):
-                fail(f"cached left-finger suffixes: {len(suf)} for {len(lf.values)} values")
-            for i in range(len(suf)):
-                a, _ = fold([*((v, 1) for v in lf.values[i:]), *tail])
-                if suf[-1 - i] != a:
-                    fail(f"cached left-finger suffix {i}: {suf[-1 - i]!r}, expected {a!r}")
-        total = full[id(root)]
-        if len(self) != total[1]:
-            fail(f"len() {len(self)} != {total[1]} entries")
