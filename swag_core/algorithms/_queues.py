@@ -223,6 +223,23 @@ class DabaWindow(FifoWindow):
         self._b = 0
         self._cache: Any = NO_CACHE
 
+    def _step(self) -> None:
+        """One constant-time step of incremental reversal, after every insert and evict
+        (the subclass's algorithm)."""
+        raise NotImplementedError
+
+    def evict(self) -> None:
+        """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
+        if self._head == len(self._times):
+            raise self._empty_evict()
+        self._cache = NO_CACHE
+        self._advance(1)
+        try:
+            self._step()
+        except BaseException as error:
+            self._fail("evict", error)    # the step was cut half-way
+            raise
+
     def _evict_prefix(self, count: int) -> None:
         """Evicting m of n entries costs at most 2 * min(m, n - m) ``combine`` calls: up to half
         the window is evicted one by one; beyond that the n - m survivors are rebuilt as one

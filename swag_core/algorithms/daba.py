@@ -41,7 +41,7 @@ class Daba(DabaWindow):
         self._ra: Any = self._identity     # cachedRplusA = Sigma_R (+) Sigma_A (Fig. 17)
 
     # ------------------------------------------------------------------ updates
-    # One fixup step per insert and evict, in ``_fixup`` only: inlining it into ``insert``
+    # One fixup step per insert and evict, in ``_step`` only: inlining it into ``insert``
     # and ``evict`` saves a call per update but would keep three copies of the step in sync.
     def _insert_lifted(self, time: int, value: Any) -> None:
         vals = self._vals
@@ -53,24 +53,12 @@ class Daba(DabaWindow):
         self._times.append(time)
         self._cache = NO_CACHE
         try:
-            self._fixup()
+            self._step()
         except BaseException as error:
             self._fail("insert", error)    # the fixup step was cut half-way
             raise
 
-    def evict(self) -> None:
-        """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
-        if self._head == len(self._times):
-            raise self._empty_evict()
-        self._cache = NO_CACHE
-        self._advance(1)
-        try:
-            self._fixup()
-        except BaseException as error:
-            self._fail("evict", error)
-            raise
-
-    def _fixup(self) -> None:
+    def _step(self) -> None:
         """One step of incremental reversal (Fig. 17 lines 15-27): at most 2 combines."""
         vals = self._vals
         end = len(vals)

@@ -62,18 +62,6 @@ class DabaLite(DabaWindow):
             self._fail("insert", error)    # the step was cut half-way
             raise
 
-    def evict(self) -> None:
-        """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
-        if self._head == len(self._times):
-            raise self._empty_evict()
-        self._cache = NO_CACHE
-        self._advance(1)
-        try:
-            self._step()
-        except BaseException as error:
-            self._fail("evict", error)
-            raise
-
     def _step(self) -> None:
         """One constant-time step (``DABALite.hpp`` ``_step``): at most 2 combines."""
         end = len(self._vals)
