@@ -46,10 +46,6 @@ from swag_core.window import Window, as_time
 Policy = Callable[[Any, Any], Any]
 
 
-def _default_eq(a: Any, b: Any) -> bool:
-    return bool(a == b)
-
-
 class _MtaBase(Window):
     """State and operations shared by :class:`LogMta` and :class:`Amta`.
 
@@ -213,48 +209,6 @@ class _MtaBase(Window):
                 del self._t[:i]
 
     # ------------------------------------------------------------------ introspection
-    def levels(self) -> list[list[tuple[Any, Any]]]:
-        """The level queues as lists of pairs ``(e0, e1)``, leaves first, ``None`` for an
-        empty slot (the paper's ∅), the form in which the paper states its examples; in
-        :class:`Amta` the leftmost branch may hold stale values."""
-        out: list[list[tuple[Any, Any]]] = []
-        if not self._t:
-            return out
-        for level, row in enumerate(self._v):
-            lo, hi = self._live_range(level)
-            b = self._base[level]
-            pairs = []
-            for q in range(lo >> 1, ((hi - 1) >> 1) + 1):
-                e0, e1 = q + q, q + q + 1
-                pairs.append((row[e0 - b] if lo <= e0 < hi else None,
-                              row[e1 - b] if lo <= e1 < hi else None))
-            out.append(pairs)
-        return out
-
-    def _check_leaves(self, fail: Callable[[str], None]) -> None:
-        t = self._t
-        if len(t) != len(self._v[0]):
-            fail("times and leaves differ in length")
-        if len(self._v) != len(self._base):
-            fail("levels and bases differ in length")
-        if any(t[i] > t[i + 1] for i in range(self._lo0 - self._base[0], len(t) - 1)):
-            fail("times are not sorted")
-        if not t and (len(self._v) != 1 or self._v[0] or self._lo0 != self._base[0]):
-            fail("an empty window must be in the cleared state")
-        if t and not self._base[0] <= self._lo0 < self._base[0] + len(t):
-            fail("oldest leaf out of range")
-
-    def _fold(self, a: int, b: int) -> Any:
-        """Raw aggregate of the leaves with absolute index in ``[a, b)`` (brute force)."""
-        row = self._v[0]
-        base = self._base[0]
-        acc = EMPTY
-        for i in range(a, b):
-            v = row[i - base]
-            acc = v if acc is EMPTY else self._combine(acc, v)
-        return acc
-
-
 class LogMta(_MtaBase):
     """Log MTA: one pairwise tree kept fully up to date (paper section 4.1).
 
@@ -571,57 +525,6 @@ class LogMta(_MtaBase):
         return acc
 
     # ------------------------------------------------------------------ invariants
-    def check_invariants(self, eq: Callable[[Any, Any], bool] | None = None) -> None:
-        """Recompute every stored aggregate and check the structure; raise AssertionError
-        on the first violation. ``eq`` compares aggregates (default ``==``).
-
-        Checked: times sorted and aligned with the leaves; every level's live range is the
-        parent range of the level below (Theorem 1 with the per-level shift); the root level
-        is a single pair with two live elements (minimal height) unless it is the leaf level;
-        every live element of level >= 1 equals the combine of its live children; the kept
-        total equals the fold of the leaves.
-        """
-        same = eq or _default_eq
-
-        def fail(msg: str) -> None:
-            raise AssertionError(f"log_mta invariant: {msg}")
-
-        self._check_leaves(fail)
-        if not self._t:
-            if self._total is not EMPTY:
-                fail("empty window with a total")
-            return
-        v = self._v
-        h = len(v) - 1
-        if not len(self._lo) == len(self._sh) == h + 1:
-            fail("per-level lists differ in length")
-        for level in range(1, h + 1):
-            blo, bhi = self._live_range(level - 1)
-            lo, hi = self._live_range(level)
-            sh = self._sh[level]
-            if lo != (blo >> 1) + sh or hi - 1 != ((bhi - 1) >> 1) + sh:
-                fail(f"level {level} range [{lo}, {hi}) is not the parent range of "
-                     f"[{blo}, {bhi}) with shift {sh}")
-            if lo < self._base[level]:
-                fail(f"level {level} starts before its base")
-            below = v[level - 1]
-            bb = self._base[level - 1]
-            for x in range(lo, hi):
-                c0 = 2 * (x - sh)
-                kids = [below[c - bb] for c in (c0, c0 + 1) if blo <= c < bhi]
-                want = kids[0] if len(kids) == 1 else self._combine(kids[0], kids[1])
-                if not same(v[level][x - self._base[level]], want):
-                    fail(f"element {x} of level {level} is not the combine of its children")
-        lo, hi = self._live_range(h)
-        if (lo >> 1) != ((hi - 1) >> 1):
-            fail("the root level is not a single pair")
-        if h and hi - lo != 2:
-            fail("the root pair has one element (height not minimal)")
-        whole = self._fold(self._lo0, self._base[0] + len(self._t))
-        if not same(self._total, whole):
-            fail("total differs from the fold of the leaves")
-
-
 class Amta(_MtaBase):
     """Amortized MTA: a forest of pairwise trees, result pair and stack (paper section 4.2).
 
@@ -1031,82 +934,3 @@ class Amta(_MtaBase):
         return acc
 
     # ------------------------------------------------------------------ invariants
-    def check_invariants(self, eq: Callable[[Any, Any], bool] | None = None) -> None:
-        """Recompute every stored aggregate and check the structure; raise AssertionError
-        on the first violation. ``eq`` compares aggregates (default ``==``).
-
-        Checked: times sorted and aligned with the leaves; the top level is one pair and
-        every level below it has at least two (so the height is at most log2(n) + 1);
-        Invariant 3 (level l + 1 holds exactly the parents of the non-tail pairs of level l);
-        every element off the leftmost branch equals the combine of its children (the
-        leftmost branch may be stale by design); R0 is the fold of the oldest
-        tree, R1 of the younger ones; S is what Algorithm 4 would build and its top is the
-        oldest tree without its head leaf; the cached total is R0 (+) R1.
-        """
-        same = eq or _default_eq
-
-        def fail(msg: str) -> None:
-            raise AssertionError(f"amta invariant: {msg}")
-
-        self._check_leaves(fail)
-        if not self._t:
-            if (self._r0, self._r1, self._cache) != (EMPTY, EMPTY, EMPTY) or self._stack:
-                fail("empty window with a result pair or stack")
-            return
-        v = self._v
-        base = self._base
-        lo0 = self._lo0
-        h = len(v) - 1
-        n = len(self)
-        combine = self._combine
-        for level in range(h + 1):
-            lo, hi = self._live_range(level)
-            if not base[level] <= lo < hi:
-                fail(f"level {level} is empty or starts before its base")
-            pairs = ((hi - 1) >> 1) - (lo >> 1) + 1
-            if level == h and pairs != 1:
-                fail("the top level is not a single pair")
-            if level < h and pairs < 2:
-                fail(f"level {level} below the top has fewer than two pairs")
-            if level < h and base[level + 1] + len(v[level + 1]) != (hi - 1) >> 1:
-                fail(f"level {level + 1} is not exactly the parents of the non-tail pairs "
-                     f"of level {level} (Invariant 3)")
-            if level:
-                below = v[level - 1]
-                bb = base[level - 1]
-                for x in range(lo + 1, hi):       # the head (leftmost branch) may be stale
-                    want = combine(below[2 * x - bb], below[2 * x + 1 - bb])
-                    if not same(v[level][x - base[level]], want):
-                        fail(f"element {x} of level {level} is not the combine of its children")
-        if h and n < 1 << (h - 1):
-            fail(f"height {h} too large for {n} entries")
-        end = base[0] + len(self._t)
-        first_young = self._first_leaf(h - 1) if h else end
-        if not same(self._r0, self._fold(lo0, first_young)):
-            fail("R0 is not the aggregate of the oldest tree")
-        if first_young == end:
-            if self._r1 is not EMPTY:
-                fail("R1 must be empty with a single tree")
-        elif not same(self._r1, self._fold(first_young, end)):
-            fail("R1 is not the aggregate of the younger trees")
-        # S as Algorithm 4 builds it
-        want_stack: list[Any] = []
-        top = EMPTY
-        for level in range(h, -1, -1):
-            x = lo0 >> level
-            if not x & 1 and x + 1 < base[level] + len(v[level]):
-                b = v[level][x + 1 - base[level]]
-                top = b if top is EMPTY else combine(b, top)
-                want_stack.append(top)
-        if len(want_stack) != len(self._stack) or not all(
-                same(a, b) for a, b in zip(self._stack, want_stack)):
-            fail("stack differs from its recomputation")
-        if self._stack and not same(self._stack[-1], self._fold(lo0 + 1, first_young)):
-            fail("stack top is not the oldest tree without its head leaf")
-        if not self._stack and first_young != lo0 + 1:
-            fail("empty stack but the oldest tree has more than one leaf")
-        if self._cache is not EMPTY:
-            r1 = self._r1
-            want = self._r0 if r1 is EMPTY else combine(self._r0, r1)
-            if not same(self._cache, want):
-                fail("cached total differs from R0 (+) R1")
