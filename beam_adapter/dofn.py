@@ -39,6 +39,7 @@ from apache_beam.utils.timestamp import Timestamp
 
 from adapters import END_OF_INPUT, BadEventError, WindowDriver
 from adapters.engine.event_time import time_extractor
+from adapters.engine.timers import rearm
 from adapters.query.specs import get_field
 
 from . import _time
@@ -58,7 +59,6 @@ _LOGS = {"ordered_list": (OrderedLogState, beam.DoFn.StateParam(ORDERED_LOG_SPEC
          "bag": (BagLogState, beam.DoFn.StateParam(BAG_LOG_SPEC))}
 #: The event-log kinds (``SlidingAggregate(state=...)``).
 STATE_KINDS = tuple(_LOGS)
-_UNKNOWN = object()
 #: Bound of the per-instance "which wake timer is set" memo (dropping it only costs a
 #: redundant timer write).
 _ARMED_LIMIT = 1 << 16
@@ -159,25 +159,28 @@ class SwagDoFn(beam.DoFn):
 
     # ------------------------------------------------------------------ helpers
     def _arm(self, key: Any, view: Any, n: int | None, wake: Any, fired: bool) -> None:
-        """Keep the key's wake timer at the driver's next timer ``n`` (one Beam timer per
-        key; rewritten only when it changes)."""
+        """Keep the key's wake timer at the driver's next timer ``n``
+        (:func:`adapters.engine.timers.rearm`; Beam's ``set`` replaces the armed timer)."""
         target = None if n is None else _time.timer_micros(n)
-        if fired:
-            current: Any = None  # a fired timer is no longer set
-        else:
+        armed: tuple[int, ...] | None = ()  # a fired timer is no longer set
+        if not fired:
             memo = self._armed.get(key)
             # The memo is valid only if the state is the one this instance last wrote (a
             # restore, or another worker, changes the meta and its nonce).
-            current = memo[1] if memo is not None and memo[0] == view.meta_read else _UNKNOWN
-        if target != current:
-            if target is None:
-                wake.clear()
+            if memo is None or memo[0] != view.meta_read:
+                armed = None
+            elif memo[1] is not None:
+                armed = (memo[1],)
+        change = rearm(target, armed)
+        if change is not None:
+            if change.register is not None:
+                wake.set(Timestamp(micros=change.register))
             else:
-                wake.set(Timestamp(micros=target))
-        armed = self._armed
-        if len(armed) >= _ARMED_LIMIT and key not in armed:
-            armed.clear()
-        armed[key] = (view.meta_written, target)
+                wake.clear()
+        memo_of = self._armed
+        if len(memo_of) >= _ARMED_LIMIT and key not in memo_of:
+            memo_of.clear()
+        memo_of[key] = (view.meta_written, target)
 
     def _emit(self, rows: list[dict[str, Any]], fired_micros: int | None) -> Iterator[Any]:
         if not rows:

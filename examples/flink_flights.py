@@ -19,17 +19,15 @@ lists the five worst hours per airport and a few per-flight rows.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import heapq
 import os
 import sys
-from collections import defaultdict
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import flights_report  # examples/, the script's own folder
+
 HOUR = 3_600_000
-_EPOCH = dt.datetime(1970, 1, 1)
 AGGREGATIONS = {
     "worst": {"fn": "max", "field": "delay"},
     "worst_flight": {"fn": "argmax", "field": "delay", "result": "flight"},
@@ -49,10 +47,7 @@ def flight_rows(limit: int | None) -> list[tuple[str, int, float, str]]:
     out = []
     for year, month, day, dep, delay, origin, carrier, number in zip(
             f.year, f.month, f.day, f.dep_time, f.dep_delay, f.origin, f.carrier, f.flight):
-        hhmm = int(dep)  # 517 = 05:17; 2400 = midnight at the end of the day
-        when = dt.datetime(int(year), int(month), int(day)) + dt.timedelta(
-            hours=hhmm // 100, minutes=hhmm % 100)
-        out.append((str(origin), (when - _EPOCH) // dt.timedelta(milliseconds=1),
+        out.append((str(origin), flights_report.departure_ms(year, month, day, dep),
                     float(delay), f"{carrier}{int(number)}"))
     return out
 
@@ -86,32 +81,9 @@ def run(limit: int | None, batch: bool) -> dict[str, Any]:
     return {"events": len(flights), "rows": rows, "late": late}
 
 
-def _hhmm(ms: int) -> str:
-    return (_EPOCH + dt.timedelta(milliseconds=ms)).strftime("%Y-%m-%d %H:%M")
-
-
 def report(res: dict[str, Any]) -> str:
-    windows = [r for r in res["rows"] if r["window"] == 0]
-    per_flight = [r for r in res["rows"] if r["window"] == 1]
-    lines = [f"{res['events']:,} departed flights -> {len(windows):,} hourly windows "
-             f"(every 10 min) and {len(per_flight):,} per-flight rows; "
-             f"{len(res['late'])} late flights"]
-    by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in windows:
-        by_key[r["key"]].append(r)
-    for key in sorted(by_key):
-        lines.append(f"\n{key}: the five hours with the worst mean departure delay")
-        for r in heapq.nlargest(5, by_key[key], key=lambda r: (r["mean_delay"], r["start"])):
-            lines.append(f"  {_hhmm(r['start'])} .. {_hhmm(r['end'])[11:]}  "
-                         f"mean {r['mean_delay']:6.1f} min over {r['departures']:3} "
-                         f"departures, worst {r['worst']:6.0f} min ({r['worst_flight']})")
-    lines.append("\nPer flight, the mean delay of its airport's departures in the hour up to "
-                 "it (first three rows):")
-    for r in sorted(per_flight, key=lambda r: (r["time"], r["key"]))[:3]:
-        lines.append(f"  {_hhmm(r['time'])} {r['key']} {r['event']['flight']:7} "
-                     f"delay {r['event']['delay']:5.0f}, hour mean {r['mean_delay']:6.1f} "
-                     f"over {r['departures']} departures")
-    return "\n".join(lines)
+    return flights_report.report(res["events"], res["rows"],
+                                 f"{len(res['late'])} late flights")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -27,12 +27,11 @@ from pyflink.common import Row, Types
 from pyflink.common.typeinfo import BasicTypeInfo, ExternalTypeInfo, RowTypeInfo, TypeInformation
 
 from adapters import BadEventError
+from adapters.engine.rows import row_columns
 from adapters.query.specs import AggSpec, Query, get_field
 
 from . import _time
 
-RANGE_COLUMNS = ("window", "key", "start", "end")
-EVENT_COLUMNS = ("time", "event")
 _EPOCH = _dt.datetime(1970, 1, 1)
 
 
@@ -213,22 +212,18 @@ def layout_and_type(query: Query, raw_aggs: Mapping[str, Any], key_type: TypeInf
             if isinstance(inner, RowTypeInfo):
                 fields = dict(zip(inner.get_field_names(), inner.get_field_types()))
         time_fields = {n: k for n, t in fields.items() if (k := time_kind(t)) is not None}
-    kinds = {type(w).__name__ for w in query.windows}
-    columns: list[str] = ["window", "key"]
-    types: list[TypeInformation] = [Types.INT(), key_type]
-    if kinds - {"OverWindow"}:
-        columns += ["start", "end"]
-        types += [Types.LONG(), Types.LONG()]
+    # The event of an OVER row travels as the driver's plain value (a dict for Row input):
+    # PyFlink 2.3's execute_and_collect fails on a Row nested in a Row's field.
+    bound_types = {"window": Types.INT(), "key": key_type, "start": Types.LONG(),
+                   "end": Types.LONG(), "time": Types.LONG(),
+                   "event": Types.PICKLED_BYTE_ARRAY()}
+    columns = row_columns(query)
+    n_bounds = len(columns) - len(query.aggregations)
+    types: list[TypeInformation] = [bound_types[c] for c in columns[:n_bounds]]
     converters: dict[str, str] = {}
-    if "OverWindow" in kinds:
-        # The event travels as the driver's plain value (a dict for Row input): PyFlink
-        # 2.3's execute_and_collect fails on a Row nested in a Row's field.
-        columns += ["time", "event"]
-        types += [Types.LONG(), Types.PICKLED_BYTE_ARRAY()]
     for spec in query.aggregations:
         t = aggregate_type(spec, raw_aggs.get(spec.name), fields, row_type
                            if value_field is None else None, output_types)
-        columns.append(spec.name)
         types.append(t)
         if spec.fn in ("mincount", "maxcount") and isinstance(t, RowTypeInfo):
             converters[spec.name] = "pair"
@@ -242,7 +237,7 @@ def layout_and_type(query: Query, raw_aggs: Mapping[str, Any], key_type: TypeInf
                           input_fields=names,
                           time_fields=time_fields if value_field is None else {},
                           converters=converters)
-    return layout, Types.ROW_NAMED(columns, types)
+    return layout, Types.ROW_NAMED(list(columns), types)
 
 
 def key_type_of(key: str | Callable[[Any], Any], input_type: TypeInformation | None,
@@ -258,5 +253,5 @@ def key_type_of(key: str | Callable[[Any], Any], input_type: TypeInformation | N
     return Types.PICKLED_BYTE_ARRAY()
 
 
-__all__ = ["EVENT_COLUMNS", "RANGE_COLUMNS", "OutputLayout", "aggregate_type", "from_ms",
-           "key_type_of", "layout_and_type", "plain_type", "time_kind"]
+__all__ = ["OutputLayout", "aggregate_type", "from_ms", "key_type_of", "layout_and_type",
+           "plain_type", "time_kind"]

@@ -25,6 +25,7 @@ from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 
 from adapters import BadEventError, WindowDriver
 from adapters.engine.event_time import time_extractor
+from adapters.engine.timers import rearm
 
 from . import _time
 from ._types import OutputLayout
@@ -124,19 +125,20 @@ class SwagProcessFunction(KeyedProcessFunction):
         return self._extract(key, value)
 
     def _arm(self, ctx: Any, n: int | None, fired: bool) -> None:
-        """Keep the key's single event-time timer at the driver's next timer ``n``."""
-        target = _time.timer_for(n)
+        """Keep the key's single event-time timer at the driver's next timer ``n``
+        (:func:`adapters.engine.timers.rearm`; the armed time is kept in state)."""
         current = None if fired else self._timer.value()
-        if target == current:
+        change = rearm(_time.timer_for(n), () if current is None else (current,))
+        if change is None:
             return
         service = ctx.timer_service()
-        if current is not None:
-            service.delete_event_time_timer(current)
-        if target is None:
-            self._timer.clear()
+        for t in change.delete:
+            service.delete_event_time_timer(t)
+        if change.register is not None:
+            service.register_event_time_timer(change.register)
+            self._timer.update(change.register)
         else:
-            service.register_event_time_timer(target)
-            self._timer.update(target)
+            self._timer.clear()
 
     def _emit(self, rows: list[dict[str, Any]], layout: OutputLayout) -> Iterator[Any]:
         if not rows:

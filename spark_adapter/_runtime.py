@@ -48,6 +48,7 @@ from pyspark.sql.types import (
 )
 
 from adapters import END_OF_INPUT, Output, Query, TransientKeyState, WindowDriver
+from adapters.engine.timers import rearm
 from adapters.state.backend import LogEntry
 from adapters.state.segments import decode_segment, encode_segment, segment_range
 
@@ -496,14 +497,16 @@ def make_processor(plan: Plan) -> Any:
 
         def _timer(self, dkey: Any, out: Output) -> None:
             # Parameter names of handleExpiredTimer/handleInputRows are fixed by Spark (it
-            # calls them with keywords). One timer per key: replace the old one.
+            # calls them with keywords). One timer per key (adapters.engine.timers); Spark
+            # fires at watermark >= T and its watermark means the driver's, so T = N.
             want = out.timers.get(dkey)
-            have = list(self.handle.listTimers())
-            for t in have:
-                if t != want:
-                    self.handle.deleteTimer(t)
-            if want is not None and want not in have:
-                self.handle.registerTimer(int(want))
+            change = rearm(None if want is None else int(want), list(self.handle.listTimers()))
+            if change is None:
+                return
+            for t in change.delete:
+                self.handle.deleteTimer(t)
+            if change.register is not None:
+                self.handle.registerTimer(change.register)
 
         def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
             key_json = key[0]

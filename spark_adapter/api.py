@@ -25,7 +25,8 @@ from pyspark.sql.types import (
 )
 
 from adapters import Query
-from adapters.query.specs import AggSpec, OverWindow, SlidingWindow
+from adapters.engine.fields import fields_read
+from adapters.query.specs import AggSpec, OverWindow
 from adapters.query.windows import (
     count_window,
     duration_ms,
@@ -185,23 +186,15 @@ def _output_columns(wide: DataFrame, plan: Plan, columns: Mapping[str, DataType]
 def _value_columns(query: Query, columns: Mapping[str, DataType], key_names: Sequence[str],
                    time: str, late_rows: str) -> tuple[list[str], list[str]]:
     """``(event columns, value columns)``: the event columns are the input columns other
-    than the key and time that the call needs (every one when events are returned, or for
-    a whole-row argmin/argmax or a custom aggregation; else the aggregated ones); the value
-    columns, which travel to the driver in each event's value, are these plus the key and
-    time columns that an aggregation reads (the driver's events carry only the time and
-    the value)."""
-    read: set[str] = set()
-    for a in query.aggregations:
-        if a.field is not None:
-            read.add(a.field)
-        read.update(a.other_fields)
+    than the key and time that the call needs (every one when events are returned, or when
+    the driver needs whole values: :func:`adapters.engine.fields.fields_read`; else the ones
+    it reads); the value columns, which travel to the driver in each event's value, are
+    these plus the key and time columns that the driver reads (its events carry only the
+    time and the value)."""
+    read, whole = fields_read(query)
     candidates = [c for c in columns if c not in key_names and c != time]
     also = [c for c in columns if c in read and (c in key_names or c == time)]
-    need_all = late_rows != "drop" or any(
-        not isinstance(w, SlidingWindow) for w in query.windows) or any(
-        a.fn is None or (a.fn in ("argmin", "argmax") and not a.other_fields)
-        for a in query.aggregations)
-    if need_all:
+    if whole or late_rows != "drop":
         return candidates, candidates + also
     for name in sorted(read):
         _need(columns, name, "aggregated")

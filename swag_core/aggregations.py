@@ -230,24 +230,29 @@ class ArgMin(Aggregation):
                          lower=_arg_lower, selective=True, name="argmin")
 
 
-def _max_count(a: Any, b: Any) -> Any:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if a[0] == b[0]:
-        return (a[0], a[1] + b[1])
-    return b if b[0] > a[0] else a
+def _extreme_count(largest: bool) -> Callable[[Any, Any], Any]:
+    """The combine of ``(value, count)`` pairs: the pair of the largest (else the smallest)
+    value, with the counts of equal values added; ``None`` is the empty window. The
+    comparison is written out rather than passed in as a function because combine runs on
+    every structure update, where an extra call per comparison shows."""
+
+    def combine(a: Any, b: Any) -> Any:
+        if a is None:
+            return b
+        if b is None:
+            return a
+        x = a[0]
+        y = b[0]
+        if x == y:
+            return (x, a[1] + b[1])
+        if largest:
+            return b if y > x else a
+        return b if y < x else a
+    return combine
 
 
-def _min_count(a: Any, b: Any) -> Any:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if a[0] == b[0]:
-        return (a[0], a[1] + b[1])
-    return b if b[0] < a[0] else a
+_max_count = _extreme_count(largest=True)
+_min_count = _extreme_count(largest=False)
 
 
 class MaxCount(Aggregation):

@@ -1,7 +1,7 @@
 """FlatFAT: the flat, pointer-less fixed-size aggregation tree of the Reactive Aggregator.
 
 Tangwongsan, Hirzel, Schneider, Wu, "General Incremental Sliding-Window Aggregation",
-PVLDB 8(7), 2015, section 4 (note ``reactive-flatfat.md`` sections 1.4-1.7). Shared by the
+PVLDB 8(7), 2015, section 4. Shared by the
 in-order ``flatfat`` window and the out-of-order ``reactive`` window.
 
 Layout (paper section 4.3, 0-based leaves here): a complete binary tree over ``capacity``
@@ -55,10 +55,6 @@ __all__ = ["EMPTY", "FlatFAT", "is_power_of_two"]
 #: Pending-list marker: recompute the whole tree on the next flush (a flush failed, or more
 #: than half the leaves were written).
 _BROKEN: Final = -1
-
-
-def _same(a: Any, b: Any) -> bool:
-    return bool(a is b or a == b)
 
 
 def is_power_of_two(n: int) -> bool:
@@ -119,7 +115,7 @@ class FlatFAT:
         if len(values) < capacity:
             tree.extend([empty] * (capacity - len(values)))
         combine = self._combine
-        # Descending heap index = level by level, bottom-up (note section 1.9). Only nodes
+        # Descending heap index = level by level, bottom-up. Only nodes
         # whose leaves start inside the filled prefix can be non-empty.
         filled_end = capacity + len(values)   # first EMPTY leaf index
         lo, hi = capacity, filled_end
@@ -427,31 +423,3 @@ class FlatFAT:
         return self._combine(left, right)
 
     # ------------------------------------------------------------------ checking
-    def check(self, equal: Callable[[Any, Any], bool] | None = None) -> None:
-        """Assert invariant (4.1) wherever it must hold: every internal node with no pending
-        write below it equals ``left (+) right`` (with :data:`EMPTY` short-circuited); after
-        :meth:`flush` that is every node. For tests; costs ``capacity - 1`` calls.
-
-        Raises ``AssertionError`` naming the first wrong node.
-        """
-        eq = equal if equal is not None else _same
-        tree = self.tree
-        cap = self.capacity
-        if self._dirty and self._dirty[0] == _BROKEN:
-            return      # every internal node is pending recomputation
-        stale = set()
-        for h in self._dirty:
-            h >>= 1
-            while h and h not in stale:
-                stale.add(h)
-                h >>= 1
-        empty = EMPTY
-        for h in range(cap - 1, 0, -1):
-            if h in stale:
-                continue
-            want = self._join(tree[2 * h], tree[2 * h + 1])
-            node = tree[h]
-            if (node is empty) != (want is empty) or (
-                    node is not empty and not eq(node, want)):
-                raise AssertionError(f"FlatFAT node {h} holds {node!r}, but its children "
-                                     f"combine to {want!r}")

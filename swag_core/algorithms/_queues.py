@@ -170,8 +170,8 @@ class FifoWindow(Window):
         """Move the head past ``count`` entries (the caller updated its own structures).
 
         The evicted slots are released here, so each entry's objects are freed by its own
-        eviction: left for :meth:`_compact`, half a window of them was freed at once, a
-        latency spike of about 2 ms at n = 2^14 in every in-order structure (measured).
+        eviction: left for :meth:`_compact`, half a window of them would be freed at once, a
+        latency spike (milliseconds at n = 2^14) in every in-order structure.
         """
         old = self._head
         head = old + count
@@ -222,6 +222,23 @@ class DabaWindow(FifoWindow):
         self._a = 0
         self._b = 0
         self._cache: Any = NO_CACHE
+
+    def _step(self) -> None:
+        """One constant-time step of incremental reversal, after every insert and evict
+        (the subclass's algorithm)."""
+        raise NotImplementedError
+
+    def evict(self) -> None:
+        """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
+        if self._head == len(self._times):
+            raise self._empty_evict()
+        self._cache = NO_CACHE
+        self._advance(1)
+        try:
+            self._step()
+        except BaseException as error:
+            self._fail("evict", error)    # the step was cut half-way
+            raise
 
     def _evict_prefix(self, count: int) -> None:
         """Evicting m of n entries costs at most 2 * min(m, n - m) ``combine`` calls: up to half
@@ -326,7 +343,7 @@ def grown_capacity(capacity: int, size: int) -> int:
 
 def shrunk_capacity(capacity: int, size: int, min_capacity: int) -> int:
     """The capacity after evictions down to ``size`` entries: halved while ``size`` is below
-    a quarter of it (strict, note ``reactive-flatfat.md`` pitfall 8), not below
+    a quarter of it (strictly), not below
     ``min_capacity``."""
     while 4 * size < capacity and capacity > min_capacity:
         capacity = max(capacity >> 1, min_capacity)

@@ -1,5 +1,5 @@
 """DABA, the De-Amortized Banker's Aggregator, with caching (DABA paper, section 6, Figs. 14
-and 17; note ``daba.md`` sections 3.6.4 and 3.6.7, whose de-garbled pseudocode this follows).
+and 17; where the printed figures are garbled, the pointer invariants below decide).
 
 One queue of values ``vals`` and one of partial aggregates ``aggs`` (Python lists indexed by
 absolute position, see ``_queues``), cut by the pointers ``F <= L <= R <= A <= B <= E``:
@@ -41,37 +41,24 @@ class Daba(DabaWindow):
         self._ra: Any = self._identity     # cachedRplusA = Sigma_R (+) Sigma_A (Fig. 17)
 
     # ------------------------------------------------------------------ updates
-    # One fixup step per insert and evict, in ``_fixup`` only: inlined copies of it in
-    # ``insert`` and ``evict`` were measured about 11% faster per evict + insert + query round
-    # (Sum, n = 1024 and 16384), not enough to keep three copies in sync.
+    # One fixup step per insert and evict, in ``_step`` only: inlining it into ``insert``
+    # and ``evict`` saves a call per update but would keep three copies of the step in sync.
     def _insert_lifted(self, time: int, value: Any) -> None:
         vals = self._vals
         aggs = self._aggs
-        # aggs.pushBack(Sigma_B (+) v), Sigma_B read at the OLD end (note, section 5 item 3);
+        # aggs.pushBack(Sigma_B (+) v), Sigma_B read at the OLD end;
         # no combine when l_B is empty. Computed before any write: a failure changes nothing.
         aggs.append(value if self._b == len(vals) else self._combine(aggs[-1], value))
         vals.append(value)
         self._times.append(time)
         self._cache = NO_CACHE
         try:
-            self._fixup()
+            self._step()
         except BaseException as error:
             self._fail("insert", error)    # the fixup step was cut half-way
             raise
 
-    def evict(self) -> None:
-        """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
-        if self._head == len(self._times):
-            raise self._empty_evict()
-        self._cache = NO_CACHE
-        self._advance(1)
-        try:
-            self._fixup()
-        except BaseException as error:
-            self._fail("evict", error)
-            raise
-
-    def _fixup(self) -> None:
+    def _step(self) -> None:
         """One step of incremental reversal (Fig. 17 lines 15-27): at most 2 combines."""
         vals = self._vals
         end = len(vals)

@@ -1,6 +1,5 @@
 """DABA Lite (Tangwongsan, Hirzel, Schneider, "In-Order Sliding-Window Aggregation in
-Worst-Case Constant Time", VLDB J. 2021; IBM reference ``DABALite.hpp``; note ``daba.md``
-section 8).
+Worst-Case Constant Time", VLDB J. 2021; IBM reference ``DABALite.hpp``).
 
 DABA with one queue ``q`` instead of DABA's per-entry aggregates for the back parts: the slots
 of l_R and l_B keep the raw values and two running sums replace their prefix sums. With the
@@ -47,9 +46,8 @@ class DabaLite(DabaWindow):
         self._back: Any = self._identity   # Sigma [b, E); the identity when b == E
 
     # ------------------------------------------------------------------ updates
-    # One step per insert and evict, in ``_step`` only: inlined copies of it in ``insert`` and
-    # ``evict`` were measured about 10% faster per evict + insert + query round (Sum,
-    # n = 1024 and 16384), not enough to keep three copies in sync.
+    # One step per insert and evict, in ``_step`` only: inlining it into ``insert`` and
+    # ``evict`` saves a call per update but would keep three copies of the step in sync.
     def _insert_lifted(self, time: int, value: Any) -> None:
         vals = self._vals
         # backSum <- backSum (+) v, no combine when l_B is empty.
@@ -62,18 +60,6 @@ class DabaLite(DabaWindow):
             self._step()
         except BaseException as error:
             self._fail("insert", error)    # the step was cut half-way
-            raise
-
-    def evict(self) -> None:
-        """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
-        if self._head == len(self._times):
-            raise self._empty_evict()
-        self._cache = NO_CACHE
-        self._advance(1)
-        try:
-            self._step()
-        except BaseException as error:
-            self._fail("evict", error)
             raise
 
     def _step(self) -> None:

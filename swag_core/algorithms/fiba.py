@@ -2,10 +2,9 @@
 
 Tangwongsan, Hirzel, Schneider: "Out-of-Order Sliding-Window Aggregation with Efficient Bulk
 Evictions and Insertions", PVLDB 16(11) 2023, extended version arXiv 2307.11210 ("the paper";
-section numbers below are the paper's). The algorithms follow the digest
-``notes/fiba-bulk.md`` section 3, which reconstructs the paper's pseudocode from the reference
-implementation; it includes the note's fix of the reference implementation's bulk-insert bug
-(note 8.1: a collision on an inner node never yields a second treelet group for that node).
+section numbers below are the paper's). The algorithms follow the paper's pseudocode as the
+reference implementation realizes it, with one fix of the reference's bulk insert: a
+collision on an inner node never yields a second treelet group for that node.
 
 Structure (paper section 3.2). A B-tree with minimum arity ``mu = arity`` and maximum arity
 ``2 * mu``: every non-root node has ``mu .. 2*mu`` children (leaves: ``mu - 1 .. 2*mu - 1``
@@ -16,7 +15,7 @@ as ``existing (+) new``). The *fingers* ``_lf`` / ``_rf`` are the leftmost / rig
 the *left spine* is the path from the root's first child down to ``_lf`` (flag ``ls``), the
 right spine the path down to ``_rf`` (flag ``rs``); the root carries neither flag.
 
-Location-sensitive partial aggregates (paper section 3.2, note 2.2): with ``c_i`` the children
+Location-sensitive partial aggregates (paper section 3.2): with ``c_i`` the children
 and ``v_i`` the values of a node ``y``,
 
 * up (non-spine, non-root): ``agg(c_0) v_0 agg(c_1) ... v_last agg(c_last)``, the whole
@@ -42,20 +41,20 @@ Subtrees cut off by ``bulk_evict`` go to a deferred free list (paper section 6) 
 operations release a few nodes at a time, so a bulk eviction never pays for deallocating O(m)
 nodes (the tree has parent pointers, so releasing also breaks the reference cycles).
 
-Choices beyond the note's pseudocode (same trees, fewer combines; all covered by
-``check_invariants`` in the tests):
+Choices beyond the paper's pseudocode (same trees, fewer combines; the tests check every
+stored aggregate against a recomputation, ``tests/core/fiba_invariants.py``):
 
 * the left finger's aggregate is computed back to front, leaving all its suffixes in ``_suf``,
   so evicting the oldest entry without underflow costs no combine (the front stack of
   Two-Stacks); an in-order append to the right finger costs one combine, and a split of the
   full right finger extends its parent's aggregate instead of recomputing it;
 * bulk insert passes down from the highest touched node of each spine and recomputes the root
-  only when it was touched (the note walks both spines whenever the root is touched: spine
-  aggregates never include the root's);
+  only when it was touched (walking both spines whenever the root is touched would be
+  wasted: spine aggregates never include the root's);
 * bulk evict recomputes a neighbor only when its first child lost entries, and never
   recomputes boundary nodes as up nodes: they all become the new left spine, which Step 3
   recomputes;
-* equal times inside one bulk are combined first, in batch order (note 8.2.17);
+* equal times inside one bulk are combined first, in batch order;
 * ``evict`` only removes the oldest entry, so single-entry rebalancing always starts on the
   left spine and borrows from / merges with the second child of the parent.
 """
@@ -67,7 +66,7 @@ from collections.abc import Iterator
 from functools import reduce
 from itertools import islice
 from operator import eq
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar
 
 from swag_core.aggregation import Aggregation
 from swag_core.errors import EmptyWindowError
@@ -106,7 +105,7 @@ def _has_up(n: _Node) -> bool:
 
 def _establish(groups: list[list[Any]], node: _Node, level: int) -> list[Any]:
     """The treelet group ``[node, level, times, values, right children]`` at the end of
-    ``groups`` for ``node`` (note 3.9 ``establish``: consecutive treelets with one target
+    ``groups`` for ``node`` (consecutive treelets with one target
     share one group; the new entries are kept as three parallel lists)."""
     if groups:
         last = groups[-1]
@@ -161,7 +160,7 @@ class Fiba(Window):
     # ------------------------------------------------------------------ aggregates
     def _recalc(self, n: _Node) -> None:
         """Recompute ``n.agg`` / ``n.cnt`` from its children (and parent, on a spine);
-        note 3.1 ``recalc``. Never combines with the identity."""
+        never combines with the identity."""
         if n is self._lf:
             self._recalc_left_finger(n)
             return
@@ -414,7 +413,7 @@ class Fiba(Window):
 
     def _insert_inside(self, time: int, value: Any) -> None:
         """Insert away from the fingers' fast paths: coalesce with an equal time, or add
-        the entry to its leaf and split overflowing nodes up the tree (note 3.4)."""
+        the entry to its leaf and split overflowing nodes up the tree."""
         n = self._finger_start(time)
         while True:
             times = n.times
@@ -433,7 +432,7 @@ class Fiba(Window):
         n.values.insert(i, value)
         hl = n.ls
         hr = n.rs
-        if len(times) >= self._max:  # arity 2*mu + 1: split up the tree (note 3.4)
+        if len(times) >= self._max:  # arity 2*mu + 1: split up the tree
             while len(n.times) >= self._max:
                 if n.parent is None:
                     self._height_increase()
@@ -497,7 +496,7 @@ class Fiba(Window):
 
     def _split(self, left: _Node) -> None:
         """Split an overflowing node (arity 2*mu + 1) into arities mu + 1 and mu; the middle
-        entry moves up into the parent (note 3.4 ``split``)."""
+        entry moves up into the parent."""
         mu = self._mu
         p = left.parent
         assert p is not None
@@ -563,8 +562,8 @@ class Fiba(Window):
         with or borrowing from a sibling. Here ``n`` is always on the left spine (the left
         finger after ``evict``, or the ancestor above a bulk-eviction boundary), so it is its
         parent's first child and the sibling is the second child. Returns the top node and
-        whether the left / right spine was hit (the sibling may be on the right spine; the
-        note's ``hl |= sibling.ls`` of PR #80 cannot fire here).
+        whether the left / right spine was hit (the sibling may be on the right spine, never
+        on the left: it is not the first child).
 
         With ``eager`` (single evictions), an underflowing left finger merges with its sibling
         whenever the merged leaf fits, instead of only when the sibling is minimal: after the
@@ -616,7 +615,7 @@ class Fiba(Window):
 
     def _borrow(self, p: _Node, n: _Node, s: _Node) -> None:
         """Rotate the first entry (and child) of ``s``, the second child of ``p``, through
-        ``p``'s first separator to the end of ``n``, its first child (note 3.6 ``move``)."""
+        ``p``'s first separator to the end of ``n``, its first child."""
         n.times.append(p.times[0])
         n.values.append(p.values[0])
         p.times[0] = s.times.pop(0)
@@ -665,34 +664,10 @@ class Fiba(Window):
         return before - len(self)
 
     def _bulk_evict(self, t: int) -> int:
-        """Note 3.7 with oldest <= t < youngest; returns the boundary length."""
+        """Evict every entry with time <= t, given oldest <= t < youngest (the boundary
+        search, then Figs. 2 to 5 level by level); returns the boundary length."""
         mu = self._mu
-        # ---- Step 1: eviction-boundary search (per level: node, neighbor, their LCA)
-        node = self._finger_start(t)
-        anc: _Node | None
-        nb: _Node | None
-        if node.parent is None:
-            anc = nb = None
-        else:
-            anc = node.parent
-            ch = anc.children
-            i = ch.index(node)
-            nb = ch[i + 1] if i + 1 < len(ch) else None
-        boundary: list[tuple[_Node, _Node | None, _Node | None]] = [(node, nb, anc)]
-        while not node.leaf:
-            times = node.times
-            i = bisect_left(times, t)
-            if i < len(times) and times[i] == t:
-                break  # exact match: everything right of it is > t (note 8.2.10)
-            if i == len(times):
-                if nb is not None:
-                    nb = nb.children[0]
-            else:
-                anc = node
-                nb = node.children[i + 1]
-            node = node.children[i]
-            boundary.append((node, nb, anc))
-
+        boundary = self._eviction_boundary(t)
         # ---- Step 2: pass up, bottom level first
         skip_up_to: _Node | None = None
         top: _Node | None = None
@@ -701,7 +676,7 @@ class Fiba(Window):
         last_level = len(boundary) - 1
         for level in range(len(boundary)):
             node, nb, anc = boundary[last_level - level]
-            # a neighbor whose first child (the lower neighbor) lost entries (note 8.2.8)
+            # a neighbor whose first child (the lower neighbor) lost entries
             if nb_changed and nb is not None and prev_nb is not None and prev_nb.parent is nb:
                 if _has_up(nb):
                     self._recalc(nb)
@@ -711,22 +686,7 @@ class Fiba(Window):
                 skip_up_to = None
                 self._evict_prefix(node, t)
                 if nb is None:
-                    # node is the root or on the right spine: everything outside its subtree
-                    # is <= t, so it (or its only child) becomes the root (Figs. 4 and 5)
-                    new_root = node.children[0] if (not node.leaf and len(node.children) == 1) \
-                        else node
-                    par = new_root.parent
-                    if par is not None:  # detach before discarding the old tree (note 8.2.7)
-                        par.children.pop()
-                        del par.times[-1:]
-                        del par.values[-1:]
-                        new_root.parent = None
-                        self._trash.append(self._root)
-                    new_root.ls = new_root.rs = False
-                    self._root = new_root
-                    if level == 0:
-                        self._reset_left_finger(new_root)
-                    top = new_root
+                    top = self._root_from(node, level == 0)
                     break
                 assert anc is not None
                 if len(node.times) + 1 >= mu:
@@ -743,7 +703,7 @@ class Fiba(Window):
                         self._merge_not_sibling(node, nb, anc)  # Fig. 3: nb absorbs node
                         skip_up_to = anc
                     top = anc
-            # all surviving boundary nodes form the new left spine (note 8.2.9)
+            # all surviving boundary nodes form the new left spine
             spine = node if skip_up_to is None else nb
             assert spine is not None
             spine.ls = True
@@ -761,10 +721,59 @@ class Fiba(Window):
         elif len(top.times) + 1 >= mu:
             hl = top.ls
             hr = top.rs
-        else:  # the ancestor above the boundary lost one entry (note 8.2.11)
+        else:  # the ancestor above the boundary lost one entry
             top, hl, hr = self._rebalance_after_evict(top)
         self._repair_aggs(top, hl, hr)
         return len(boundary)
+
+    def _eviction_boundary(self, t: int
+                           ) -> list[tuple[_Node, _Node | None, _Node | None]]:
+        """Step 1 of bulk eviction: per level from the top, ``(node, neighbor, LCA)``, where
+        ``node`` holds the boundary at ``t``, ``neighbor`` is the next node to its right on
+        that level and the LCA their lowest common ancestor (``None`` for both when nothing
+        lies to the right)."""
+        node = self._finger_start(t)
+        anc: _Node | None
+        nb: _Node | None
+        if node.parent is None:
+            anc = nb = None
+        else:
+            anc = node.parent
+            ch = anc.children
+            i = ch.index(node)
+            nb = ch[i + 1] if i + 1 < len(ch) else None
+        boundary: list[tuple[_Node, _Node | None, _Node | None]] = [(node, nb, anc)]
+        while not node.leaf:
+            times = node.times
+            i = bisect_left(times, t)
+            if i < len(times) and times[i] == t:
+                break  # exact match: everything right of it is > t
+            if i == len(times):
+                if nb is not None:
+                    nb = nb.children[0]
+            else:
+                anc = node
+                nb = node.children[i + 1]
+            node = node.children[i]
+            boundary.append((node, nb, anc))
+        return boundary
+
+    def _root_from(self, node: _Node, is_leaf_level: bool) -> _Node:
+        """``node`` is the root or on the right spine and everything outside its subtree is
+        evicted: it (or its only child) becomes the root (Figs. 4 and 5)."""
+        new_root = node.children[0] if (not node.leaf and len(node.children) == 1) else node
+        par = new_root.parent
+        if par is not None:  # detach before discarding the old tree
+            par.children.pop()
+            del par.times[-1:]
+            del par.values[-1:]
+            new_root.parent = None
+            self._trash.append(self._root)
+        new_root.ls = new_root.rs = False
+        self._root = new_root
+        if is_leaf_level:
+            self._reset_left_finger(new_root)
+        return new_root
 
     def _reset_left_finger(self, n: _Node) -> None:
         """Flag the child-0 path below ``n`` as left spine and point ``_lf`` at its leaf."""
@@ -790,7 +799,7 @@ class Fiba(Window):
                     ch[0].ls = True
 
     def _move_batch(self, node: _Node, nb: _Node, anc: _Node, k: int) -> None:
-        """Fig. 2 (note 3.7 ``move_batch``): ``k`` entries and children move from the
+        """Fig. 2: ``k`` entries and children move from the
         neighbor ``nb`` into ``node``, rotating through the separator held by ``anc``."""
         a = bisect_left(anc.times, nb.times[0]) - 1
         nt = nb.times
@@ -813,7 +822,7 @@ class Fiba(Window):
             self._recalc(nb)
 
     def _merge_not_sibling(self, node: _Node, nb: _Node, anc: _Node) -> None:
-        """Fig. 3 (note 3.7 ``merge_not_sibling``): ``nb`` absorbs ``node`` and the separator
+        """Fig. 3: ``nb`` absorbs ``node`` and the separator
         from ``anc``; everything in ``anc`` left of that separator is discarded."""
         a = bisect_left(anc.times, nb.times[0]) - 1
         nb.times[:0] = [*node.times, anc.times[a]]
@@ -825,7 +834,7 @@ class Fiba(Window):
             node.children = []
         par = node.parent
         assert par is not None
-        par.children.pop()  # detach first (note 8.2.6); node is its parent's last child
+        par.children.pop()  # detach first; node is its parent's last child
         del par.times[-1:]
         del par.values[-1:]
         node.parent = None
@@ -837,7 +846,7 @@ class Fiba(Window):
 
     # ------------------------------------------------------------------ bulk insert
     def _bulk_insert_lifted(self, batch: list[tuple[int, Any]]) -> None:
-        """Paper section 5 (note 3.9): one finger search from the right finger, breadcrumb
+        """Paper section 5: one finger search from the right finger, breadcrumb
         searches for the other keys, then the tree is grown level by level (treelets), each
         overflowing node split once into as many nodes as needed (``_bulk_split``)."""
         keys = [t for t, _ in batch]
@@ -871,7 +880,7 @@ class Fiba(Window):
             raise
 
     def _multi_search(self, keys: list[int], vals: list[Any]) -> list[list[Any]]:
-        """Step 1 (note 3.9 ``multi_search``): the insertion site of every key, found by a
+        """Step 1: the insertion site of every key, found by a
         finger search from the right finger for the first key and then by climbing the
         breadcrumb stack only until the next key fits (paper Lemma 1). A key already present
         (at any level) is combined in place (``existing (+) new``) and leaves a recompute
@@ -917,7 +926,7 @@ class Fiba(Window):
         return groups
 
     def _grow(self, groups: list[list[Any]]) -> None:
-        """Steps 2 and 3 of bulk insert (note 3.9 ``bulk_insert``): level by level, put each
+        """Steps 2 and 3 of bulk insert: level by level, put each
         group's new entries into its node, splitting it once if it overflows (promotions go
         to the parent's group at the next level); nodes with up aggregates are repaired and
         their parents scheduled; then pass down from the highest touched spine nodes."""
@@ -934,7 +943,7 @@ class Fiba(Window):
                 x, glevel, gt, gv, gc = group
                 if not gt and glevel > level:
                     # a collision's recompute event rides along until its level; never a
-                    # second group for the same node (the fix of note 8.1)
+                    # second group for the same node (see the module docstring)
                     if not (nxt and nxt[-1][0] is x):
                         nxt.append(group)
                     continue
@@ -1174,143 +1183,3 @@ class Fiba(Window):
                 hi = None  # child j lies entirely below hi
             n = ch[j]
             lo = None
-
-    # ------------------------------------------------------------------ debugging aid
-    def check_invariants(self) -> None:
-        """Verify the whole structure; raise ``AssertionError`` naming the first violation.
-
-        A debugging aid (O(n) time and combine calls): checks equal leaf depth, arity bounds,
-        time order (also across levels), parent pointers, spine flags, both fingers, the
-        entry counts, and every stored partial aggregate against a recomputation from the
-        values (aggregates are compared with ``==``).
-        """
-        mu = self._mu
-        mx = self._max
-        comb = self._combine
-        root = self._root
-
-        def fail(msg: str) -> NoReturn:
-            raise AssertionError(f"fiba invariant violated: {msg}")
-
-        if root.parent is not None or root.ls or root.rs:
-            fail("root has a parent or a spine flag")
-        leaves: list[_Node] = []
-        depth: list[int] = []
-        # full[id] = (aggregate or None when empty, count)
-        full: dict[int, tuple[Any, int]] = {}
-
-        def fold(parts: list[tuple[Any, int]]) -> tuple[Any, int]:
-            acc: Any = None
-            cnt = 0
-            for a, c in parts:
-                if c:
-                    acc = a if cnt == 0 else comb(acc, a)
-                    cnt += c
-            return acc, cnt
-
-        def visit(n: _Node, d: int, lo: float, hi: float) -> tuple[Any, int]:
-            times = n.times
-            if len(n.values) != len(times):
-                fail(f"node {times}: {len(n.values)} values for {len(times)} times")
-            arity = len(times) + 1
-            if n is root:
-                if not n.leaf and arity < 2:
-                    fail("internal root with fewer than 2 children")
-                if arity > mx:
-                    fail(f"root arity {arity} > {mx}")
-            elif not mu <= arity <= mx:
-                fail(f"node {times} arity {arity} outside [{mu}, {mx}]")
-            prev = lo
-            for t in times:
-                if type(t) is not int:
-                    fail(f"node {times}: time {t!r} is not an int")
-                if not prev < t:
-                    fail(f"node {times}: times out of order / outside ({lo}, {hi})")
-                prev = t
-            if times and not times[-1] < hi:
-                fail(f"node {times}: times outside ({lo}, {hi})")
-            if n.leaf:
-                if n.children:
-                    fail(f"leaf {times} has children")
-                leaves.append(n)
-                depth.append(d)
-                res = fold([(v, 1) for v in n.values])
-            else:
-                ch = n.children
-                if len(ch) != arity:
-                    fail(f"node {times}: {len(ch)} children for arity {arity}")
-                parts: list[tuple[Any, int]] = []
-                for k, c in enumerate(ch):
-                    if c.parent is not n:
-                        fail(f"child {k} of {times} has a wrong parent pointer")
-                    spine_parent = n is root or n.ls
-                    if c.ls != (spine_parent and k == 0):
-                        fail(f"child {k} of {times}: left-spine flag {c.ls}")
-                    spine_parent = n is root or n.rs
-                    if c.rs != (spine_parent and k == arity - 1):
-                        fail(f"child {k} of {times}: right-spine flag {c.rs}")
-                    parts.append(visit(c, d + 1, times[k - 1] if k else lo,
-                                       times[k] if k < len(times) else hi))
-                    if k < len(times):
-                        parts.append((n.values[k], 1))
-                res = fold(parts)
-            full[id(n)] = res
-            return res
-
-        visit(root, 0, -_INF, _INF)
-        if len(set(depth)) > 1:
-            fail(f"leaves at different depths {sorted(set(depth))}")
-        if self._lf is not leaves[0]:
-            fail("left finger is not the leftmost leaf")
-        if self._rf is not leaves[-1]:
-            fail("right finger is not the rightmost leaf")
-
-        def inner(n: _Node) -> tuple[Any, int]:
-            if n.leaf:
-                return full[id(n)]
-            parts: list[tuple[Any, int]] = []
-            for k in range(len(n.times)):
-                if k:
-                    parts.append(full[id(n.children[k])])
-                parts.append((n.values[k], 1))
-            return fold(parts)
-
-        def expected(n: _Node) -> tuple[Any, int]:
-            p = n.parent
-            if p is None:
-                return inner(n)
-            last = () if n.leaf else (full[id(n.children[-1])],)
-            first = () if n.leaf else (full[id(n.children[0])],)
-            if n.ls:
-                up = [expected(p)] if p.parent is not None else []
-                return fold([inner(n), *last, *up])
-            if n.rs:
-                up = [expected(p)] if p.parent is not None else []
-                return fold([*up, *first, inner(n)])
-            return full[id(n)]
-
-        stack = [root]
-        while stack:
-            n = stack.pop()
-            a, c = expected(n)
-            if c == 0:
-                a = self._identity
-            if n.cnt != c:
-                fail(f"node {n.times}: stored count {n.cnt}, expected {c}")
-            if n.agg != a:
-                fail(f"node {n.times}: stored aggregate {n.agg!r}, expected {a!r}")
-            stack.extend(n.children)
-        suf = self._suf
-        if suf is not None:
-            lf = self._lf
-            p = lf.parent
-            tail = [expected(p)] if p is not None and p.parent is not None else []
-            if len(suf) != len(lf.values):
-                fail(f"cached left-finger suffixes: {len(suf)} for {len(lf.values)} values")
-            for i in range(len(suf)):
-                a, _ = fold([*((v, 1) for v in lf.values[i:]), *tail])
-                if suf[-1 - i] != a:
-                    fail(f"cached left-finger suffix {i}: {suf[-1 - i]!r}, expected {a!r}")
-        total = full[id(root)]
-        if len(self) != total[1]:
-            fail(f"len() {len(self)} != {total[1]} entries")

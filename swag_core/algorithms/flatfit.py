@@ -2,8 +2,7 @@
 
 The paper is not among the seeds: this follows the description in the SlickDeque paper
 (Shein et al. 2018, section 2.2) and the single-query algorithm of the IBM reference code
-``FlatFIT.hpp`` / ``DynamicFlatFIT.hpp`` (note ``slickdeque.md`` section 4, note ``daba.md``
-section 8).
+``FlatFIT.hpp`` / ``DynamicFlatFIT.hpp``.
 
 Two circular arrays indexed by slot, ``partials`` and ``pointers``: the entry in slot ``i``
 stores ``partials[i] = v_i (+) ... (+) v_j`` where ``pointers[i]`` is the slot after ``j``:
@@ -22,11 +21,11 @@ Difference from the IBM code: there the compressed entries cover up to *excludin
 youngest, which costs one more ``combine`` per query (about 4 per slide for large windows
 instead of 3). Covering through the youngest gives the paper's figures: with one query per
 slide, n - 1 calls for the "window reset" slide and 3 per slide amortized (SlickDeque paper
-section 4, Table 1). For arbitrary interleavings of insert, evict and query we checked,
-exhaustively over every operation sequence on windows of up to 10 entries (a model of the
-pointer structure), that the calls never exceed 4 per inserted entry, the worst cycle costing
-(4S - 9) / (S - 1) per insert for windows of at most S entries; this is a measured bound, not
-a proof. Worst case O(n) for the query that walks a never-compressed run.
+section 4, Table 1). For arbitrary interleavings of insert, evict and query, an exhaustive
+check of every operation sequence on windows of up to 10 entries (a model of the pointer
+structure) finds at most 4 calls per inserted entry, the worst cycle costing
+(4S - 9) / (S - 1) per insert for windows of at most S entries; a checked bound, not a
+proof. Worst case O(n) for the query that walks a never-compressed run.
 
 Capacity doubles when full and halves when fewer than a quarter of the slots are used, as in
 ``DynamicFlatFIT.hpp``; the rescale packs the entries from slot 0 and rebases the pointers

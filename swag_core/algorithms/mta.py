@@ -1,6 +1,6 @@
 """Monoid Tree Aggregator: Log MTA and Amortized MTA (Villalba, Berral, Carrera, IEEE TPDS
-2018, DOI 10.1109/TPDS.2018.2868960; note ``mta.md``, whose corrections of the printed
-pseudocode this follows).
+2018, DOI 10.1109/TPDS.2018.2868960). Where the printed pseudocode is wrong, the comments
+below say what this code does instead and why.
 
 Both keep the window as the paper's *list of level queues* (section 4.1.1): level 0 holds the
 leaves (the entries' lifted values, oldest first) and every element of level ``l + 1`` is the
@@ -13,10 +13,10 @@ pair ``<*, ∅>`` an even last position. No sentinel value ever reaches ``combin
 it is as long as the live part (amortized O(1), no ``combine`` calls).
 
 * :class:`LogMta` (section 4.1) keeps one tree, every aggregate up to date: the root level is
-  a single pair (option B of note P1) and the result is the combine of that pair. A new root
+  a single pair and the result is the combine of that pair. A new root
   level is created with both old-top pairs as children (corrected Algorithm 1), so levels are
   *relatively* aligned: ``parent(x) = (x >> 1) + sh[l]`` with a per-level shift ``sh``. A root
-  with one live element is trimmed (note P19), so the height stays minimal.
+  with one live element is trimmed, so the height stays minimal.
 * :class:`Amta` (section 4.2) keeps a *forest*: the last pair of every level is the root of its
   own tree (Invariant 3) and only completed pairs get a parent, so insertion is amortized O(1).
   Levels are globally aligned (``parent(x) = x >> 1``, live range of level ``l`` starts at
@@ -25,7 +25,7 @@ it is as long as the live part (amortized O(1), no ``combine`` calls).
   in O(1) and single evictions in amortized O(1) (Algorithms 3 to 7, corrected).
 
 Both implement the paper's user-programmable Window Slide Policy as :meth:`enforce`, a
-root-to-leaf search (Algorithm 2 with the corrections of note §2.4 and §2.9), and override
+root-to-leaf search (Algorithm 2, corrected as the search code says), and override
 ``bulk_evict`` with an O(log n) prefix removal (the count comes from a ``bisect`` on the
 times, so it costs no ``combine`` call at all).
 """
@@ -44,10 +44,6 @@ from swag_core.window import Window, as_time
 
 #: A slide policy: ``policy(total, agg_of_prefix) -> bool`` on raw (un-lowered) aggregates.
 Policy = Callable[[Any, Any], Any]
-
-
-def _default_eq(a: Any, b: Any) -> bool:
-    return bool(a == b)
 
 
 class _MtaBase(Window):
@@ -213,48 +209,6 @@ class _MtaBase(Window):
                 del self._t[:i]
 
     # ------------------------------------------------------------------ introspection
-    def levels(self) -> list[list[tuple[Any, Any]]]:
-        """The level queues as lists of pairs ``(e0, e1)``, leaves first, ``None`` for an
-        empty slot (the paper's ∅). For inspection and tests (note §6 states its examples in
-        this form); in :class:`Amta` the leftmost branch may hold stale values (note P10)."""
-        out: list[list[tuple[Any, Any]]] = []
-        if not self._t:
-            return out
-        for level, row in enumerate(self._v):
-            lo, hi = self._live_range(level)
-            b = self._base[level]
-            pairs = []
-            for q in range(lo >> 1, ((hi - 1) >> 1) + 1):
-                e0, e1 = q + q, q + q + 1
-                pairs.append((row[e0 - b] if lo <= e0 < hi else None,
-                              row[e1 - b] if lo <= e1 < hi else None))
-            out.append(pairs)
-        return out
-
-    def _check_leaves(self, fail: Callable[[str], None]) -> None:
-        t = self._t
-        if len(t) != len(self._v[0]):
-            fail("times and leaves differ in length")
-        if len(self._v) != len(self._base):
-            fail("levels and bases differ in length")
-        if any(t[i] > t[i + 1] for i in range(self._lo0 - self._base[0], len(t) - 1)):
-            fail("times are not sorted")
-        if not t and (len(self._v) != 1 or self._v[0] or self._lo0 != self._base[0]):
-            fail("an empty window must be in the cleared state")
-        if t and not self._base[0] <= self._lo0 < self._base[0] + len(t):
-            fail("oldest leaf out of range")
-
-    def _fold(self, a: int, b: int) -> Any:
-        """Raw aggregate of the leaves with absolute index in ``[a, b)`` (brute force)."""
-        row = self._v[0]
-        base = self._base[0]
-        acc = EMPTY
-        for i in range(a, b):
-            v = row[i - base]
-            acc = v if acc is EMPTY else self._combine(acc, v)
-        return acc
-
-
 class LogMta(_MtaBase):
     """Log MTA: one pairwise tree kept fully up to date (paper section 4.1).
 
@@ -266,7 +220,7 @@ class LogMta(_MtaBase):
     part of each level is rebuilt once, not per entry).
 
     The height h is log2(n) + 1 while the window grows. When it shrinks, the root is trimmed
-    as soon as its older child is gone (note P19), so h can stay at log2 of the recent
+    as soon as its older child is gone, so h can stay at log2 of the recent
     maximum size for a while; the levels above log2(n) + 1 then hold single-element pairs
     only, which cost loop steps but no ``combine`` call (hence the bound L above).
     """
@@ -328,8 +282,8 @@ class LogMta(_MtaBase):
                 low = lo[level]
             hi = bb + len(below)
             if (low >> 1) != ((hi - 1) >> 1):
-                # The root level now holds two pairs: a new root pair over both (note P1, option
-                # B). The old root pair is unchanged, so its aggregate is the old total.
+                # The root level now holds two pairs: a new root pair over both. The
+                # old root pair is unchanged, so its aggregate is the old total.
                 young = below[-1]
                 v.append([total, young])
                 base.append(0)
@@ -417,12 +371,12 @@ class LogMta(_MtaBase):
         x = self._lo0 + k
         self._lo0 = x
         h = len(v) - 1
-        # remove_pairs on every level (Algorithm 2 lines 4-8, with the rm count of note P2
+        # remove_pairs on every level (Algorithm 2 lines 4-8, with the paper's rm count
         # replaced by the position arithmetic it amounts to)
         for level in range(1, h + 1):
             x = (x >> 1) + sh[level]
             lo[level] = x
-        # a root with one live element is redundant (note P19; also covers Alg. 2 line 13)
+        # a root with one live element is redundant (also covers Alg. 2 line 13)
         while h and lo[h] == base[h] + len(v[h]) - 1:
             v.pop()
             base.pop()
@@ -486,8 +440,8 @@ class LogMta(_MtaBase):
             w = make_window("amta", product({"t": Max().on(lambda r: r.time),
                                              "mean": Mean().on(lambda r: r.value)}))
             w.enforce(lambda total, p: total[0] - p[0] >= R)
-            # keep the newest entries whose sum is <= 10 (running example, section 3.2,
-            # note P5): with (sum, last), P goes while what stays after it (plus its last
+            # keep the newest entries whose sum is <= 10 (running example, section 3.2):
+            # with (sum, last), P goes while what stays after it (plus its last
             # entry) is still above 10; Last's raw aggregate is a 1-tuple, Sum's an exact
             # fixed-point int (docs/aggregations.md) that its lower turns into the number
             total_sum = Sum()
@@ -515,7 +469,7 @@ class LogMta(_MtaBase):
         """Root-to-leaf search for the longest prefix that satisfies ``policy``, assuming the
         whole window does not (read-only). At each level the region is one pair whose right
         end is known to fail; its e0 is checked with the removed-so-far aggregate on its left
-        (Algorithm 2 lines 10-12): out -> go right, else go left (note §2.4)."""
+        (Algorithm 2 lines 10-12): out -> go right, else go left."""
         v = self._v
         base = self._base
         lo = self._lo
@@ -571,66 +525,15 @@ class LogMta(_MtaBase):
         return acc
 
     # ------------------------------------------------------------------ invariants
-    def check_invariants(self, eq: Callable[[Any, Any], bool] | None = None) -> None:
-        """Recompute every stored aggregate and check the structure; raise AssertionError
-        on the first violation. ``eq`` compares aggregates (default ``==``).
-
-        Checked: times sorted and aligned with the leaves; every level's live range is the
-        parent range of the level below (Theorem 1 with the per-level shift); the root level
-        is a single pair with two live elements (minimal height) unless it is the leaf level;
-        every live element of level >= 1 equals the combine of its live children; the kept
-        total equals the fold of the leaves.
-        """
-        same = eq or _default_eq
-
-        def fail(msg: str) -> None:
-            raise AssertionError(f"log_mta invariant: {msg}")
-
-        self._check_leaves(fail)
-        if not self._t:
-            if self._total is not EMPTY:
-                fail("empty window with a total")
-            return
-        v = self._v
-        h = len(v) - 1
-        if not len(self._lo) == len(self._sh) == h + 1:
-            fail("per-level lists differ in length")
-        for level in range(1, h + 1):
-            blo, bhi = self._live_range(level - 1)
-            lo, hi = self._live_range(level)
-            sh = self._sh[level]
-            if lo != (blo >> 1) + sh or hi - 1 != ((bhi - 1) >> 1) + sh:
-                fail(f"level {level} range [{lo}, {hi}) is not the parent range of "
-                     f"[{blo}, {bhi}) with shift {sh}")
-            if lo < self._base[level]:
-                fail(f"level {level} starts before its base")
-            below = v[level - 1]
-            bb = self._base[level - 1]
-            for x in range(lo, hi):
-                c0 = 2 * (x - sh)
-                kids = [below[c - bb] for c in (c0, c0 + 1) if blo <= c < bhi]
-                want = kids[0] if len(kids) == 1 else self._combine(kids[0], kids[1])
-                if not same(v[level][x - self._base[level]], want):
-                    fail(f"element {x} of level {level} is not the combine of its children")
-        lo, hi = self._live_range(h)
-        if (lo >> 1) != ((hi - 1) >> 1):
-            fail("the root level is not a single pair")
-        if h and hi - lo != 2:
-            fail("the root pair has one element (height not minimal)")
-        whole = self._fold(self._lo0, self._base[0] + len(self._t))
-        if not same(self._total, whole):
-            fail("total differs from the fold of the leaves")
-
-
 class Amta(_MtaBase):
     """Amortized MTA: a forest of pairwise trees, result pair and stack (paper section 4.2).
 
     ``combine`` calls: ``query`` at most 1 (cached); ``insert`` 1 for R1 plus 1 per completed
     pair (about 1 amortized) plus an O(log n) rebuild of (R0, S, R1) when the top pair is
     completed (rare: amortized O(1)); ``evict`` pops S into R0 and pushes one entry per newly
-    exposed full head pair (amortized O(1); O(log n) when the oldest tree is used up, note
-    P12). A steady insert + evict + query round costs about 4-6 calls. ``bulk_evict`` of any
-    number: at most about 3 log2(n) (recompute of S and R0, and of R1 if whole trees went).
+    exposed full head pair (amortized O(1); O(log n) when the oldest tree is used up). A
+    steady insert + evict + query round costs about 4-6 calls. ``bulk_evict`` of any number:
+    at most about 3 log2(n) (recompute of S and R0, and of R1 if whole trees went).
     :meth:`enforce` checks the head one entry at a time for up to ``bit_length(n)`` entries
     and then switches to the O(log n) forest search (section 4.2.4).
     """
@@ -680,7 +583,7 @@ class Amta(_MtaBase):
     # ------------------------------------------------------------------ result pair
     def _left(self) -> None:
         """compute_left_result (Algorithm 4): S and R0 from the head pairs, top level down.
-        Reads only e1 of full head pairs and the head leaf, never stale (note P10)."""
+        Reads only e1 of full head pairs and the head leaf, never stale."""
         v = self._v
         base = self._base
         lo0 = self._lo0
@@ -694,14 +597,15 @@ class Amta(_MtaBase):
             i = x - base[level] + 1
             if not x & 1 and i < len(row):
                 b = row[i]
-                top = b if top is EMPTY else combine(b, top)   # b is older (note P15)
+                top = b if top is EMPTY else combine(b, top)   # b is older
                 stack.append(top)
         head = v[0][lo0 - base[0]]
         self._r0 = head if top is EMPTY else combine(head, top)
 
     def _right(self) -> None:
-        """compute_right_result (Algorithm 5, corrected by note P13): R1 from scratch over
-        the tail pairs of every level below the top, older (higher) trees on the left."""
+        """compute_right_result (Algorithm 5, corrected to cover every level below the top):
+        R1 from scratch over the tail pairs of every level below the top, older (higher)
+        trees on the left."""
         combine = self._combine
         tail_tree = self._tail_tree
         r1 = EMPTY
@@ -712,7 +616,7 @@ class Amta(_MtaBase):
 
     def _refresh_left(self) -> None:
         """Recompute the leftmost branch bottom-up, the precondition of a bulk search
-        (section 4.2.4; single evictions leave it stale on purpose, note P10)."""
+        (section 4.2.4; single evictions leave it stale on purpose: they never read it)."""
         v = self._v
         base = self._base
         lo0 = self._lo0
@@ -840,7 +744,7 @@ class Amta(_MtaBase):
                 if not x & 1 and x + 1 < hi:
                     break                             # full head pair: e0 <- ∅ (Alg. 6 line 13)
                 if level == h:
-                    # the leftmost tree is used up (note P12): drop the top level and rebuild
+                    # the leftmost tree is used up: drop the top level and rebuild
                     v.pop()
                     base.pop()
                     self._left()
@@ -919,7 +823,7 @@ class Amta(_MtaBase):
         evicted then). Section 4.2.4: the head is checked one entry at a time (cumulative
         prefix, one ``combine`` per check); after ``bit_length(n)`` entries that all go, the
         search switches to the forest: whole trees oldest first, then Algorithm 2 inside the
-        first tree that does not go (note §2.9). Constant-size windows thus cost amortized
+        first tree that does not go. Constant-size windows thus cost amortized
         O(1) per call and a bulk eviction of any size O(log n).
         """
         self._check_policy(policy)
@@ -1030,91 +934,3 @@ class Amta(_MtaBase):
         return acc
 
     # ------------------------------------------------------------------ invariants
-    def result_pair(self) -> tuple[Any, Any]:
-        """``(R0, R1)`` as raw aggregates, ``None`` for ∅ (for inspection and tests)."""
-        return (None if self._r0 is EMPTY else self._r0,
-                None if self._r1 is EMPTY else self._r1)
-
-    def stack_entries(self) -> list[Any]:
-        """The stack S, bottom first (for inspection and tests)."""
-        return list(self._stack)
-
-    def check_invariants(self, eq: Callable[[Any, Any], bool] | None = None) -> None:
-        """Recompute every stored aggregate and check the structure; raise AssertionError
-        on the first violation. ``eq`` compares aggregates (default ``==``).
-
-        Checked: times sorted and aligned with the leaves; the top level is one pair and
-        every level below it has at least two (so the height is at most log2(n) + 1);
-        Invariant 3 (level l + 1 holds exactly the parents of the non-tail pairs of level l);
-        every element off the leftmost branch equals the combine of its children (the
-        leftmost branch may be stale by design, note P10); R0 is the fold of the oldest
-        tree, R1 of the younger ones; S is what Algorithm 4 would build and its top is the
-        oldest tree without its head leaf; the cached total is R0 (+) R1.
-        """
-        same = eq or _default_eq
-
-        def fail(msg: str) -> None:
-            raise AssertionError(f"amta invariant: {msg}")
-
-        self._check_leaves(fail)
-        if not self._t:
-            if (self._r0, self._r1, self._cache) != (EMPTY, EMPTY, EMPTY) or self._stack:
-                fail("empty window with a result pair or stack")
-            return
-        v = self._v
-        base = self._base
-        lo0 = self._lo0
-        h = len(v) - 1
-        n = len(self)
-        combine = self._combine
-        for level in range(h + 1):
-            lo, hi = self._live_range(level)
-            if not base[level] <= lo < hi:
-                fail(f"level {level} is empty or starts before its base")
-            pairs = ((hi - 1) >> 1) - (lo >> 1) + 1
-            if level == h and pairs != 1:
-                fail("the top level is not a single pair")
-            if level < h and pairs < 2:
-                fail(f"level {level} below the top has fewer than two pairs")
-            if level < h and base[level + 1] + len(v[level + 1]) != (hi - 1) >> 1:
-                fail(f"level {level + 1} is not exactly the parents of the non-tail pairs "
-                     f"of level {level} (Invariant 3)")
-            if level:
-                below = v[level - 1]
-                bb = base[level - 1]
-                for x in range(lo + 1, hi):       # the head (leftmost branch) may be stale
-                    want = combine(below[2 * x - bb], below[2 * x + 1 - bb])
-                    if not same(v[level][x - base[level]], want):
-                        fail(f"element {x} of level {level} is not the combine of its children")
-        if h and n < 1 << (h - 1):
-            fail(f"height {h} too large for {n} entries")
-        end = base[0] + len(self._t)
-        first_young = self._first_leaf(h - 1) if h else end
-        if not same(self._r0, self._fold(lo0, first_young)):
-            fail("R0 is not the aggregate of the oldest tree")
-        if first_young == end:
-            if self._r1 is not EMPTY:
-                fail("R1 must be empty with a single tree")
-        elif not same(self._r1, self._fold(first_young, end)):
-            fail("R1 is not the aggregate of the younger trees")
-        # S as Algorithm 4 builds it
-        want_stack: list[Any] = []
-        top = EMPTY
-        for level in range(h, -1, -1):
-            x = lo0 >> level
-            if not x & 1 and x + 1 < base[level] + len(v[level]):
-                b = v[level][x + 1 - base[level]]
-                top = b if top is EMPTY else combine(b, top)
-                want_stack.append(top)
-        if len(want_stack) != len(self._stack) or not all(
-                same(a, b) for a, b in zip(self._stack, want_stack)):
-            fail("stack differs from its recomputation")
-        if self._stack and not same(self._stack[-1], self._fold(lo0 + 1, first_young)):
-            fail("stack top is not the oldest tree without its head leaf")
-        if not self._stack and first_young != lo0 + 1:
-            fail("empty stack but the oldest tree has more than one leaf")
-        if self._cache is not EMPTY:
-            r1 = self._r1
-            want = self._r0 if r1 is EMPTY else combine(self._r0, r1)
-            if not same(self._cache, want):
-                fail("cached total differs from R0 (+) R1")

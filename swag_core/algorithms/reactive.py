@@ -38,7 +38,7 @@ from __future__ import annotations
 import operator
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
-from itertools import pairwise, repeat
+from itertools import repeat
 from typing import Any, ClassVar
 
 from swag_core.aggregation import Aggregation
@@ -518,69 +518,6 @@ class Reactive(Window):
         return self._lower(self._identity if agg is EMPTY else agg)
 
     # ------------------------------------------------------------------ debugging
-    def _layout(self) -> tuple[int, int, list[Any]]:
-        """``(F, B, leaves)`` with ``None`` for ⊥ slots (tests of the paper's Figure 5)."""
-        fat = self._fat
-        cap = fat.capacity
-        leaves = [None if v is EMPTY else v for v in fat.tree[cap:]]
-        back = (self._front + self._span - 1) & (cap - 1)
-        return self._front, back, leaves
-
-    def check_invariants(self) -> None:
-        """Raise ``AssertionError`` unless the structure is consistent: capacity a power of
-        two within bounds, span and ends, ordering of times (ghost times included), ⊥
-        outside the span, the shrink threshold, every tree node with no pending (dirty) leaf
-        below it equal to the fold of its leaves (all nodes after a query,
-        :meth:`FlatFAT.check`), and a cached aggregate equal to the fold of the window.
-        Values are compared with ``==``. Changes nothing (no flush); costs up to ``cap + n``
-        combine calls. For tests."""
-
-        def fail(msg: str) -> None:
-            raise AssertionError(f"reactive invariant: {msg}")
-
-        empty = EMPTY
-        fat = self._fat
-        cap = fat.capacity
-        if not _power_of_two(cap) or cap < self._min_capacity:
-            fail(f"capacity {cap}")
-        t = fat.tree
-        if len(t) != 2 * cap or len(self._times) != cap:
-            fail("array sizes")
-        n, s, front = self._n, self._span, self._front
-        if not (0 <= n <= s <= cap and 0 <= front < cap):
-            fail(f"n={n} span={s} front={front} cap={cap}")
-        if (n == 0) != (s == 0):
-            fail("empty window with a span")
-        mask = cap - 1
-        slots = [(front + i) & mask for i in range(s)]
-        leaves = [t[cap + j] for j in slots]
-        if s and (leaves[0] is empty or leaves[-1] is empty):
-            fail("an end of the span is a hole")
-        if sum(v is not empty for v in leaves) != n:
-            fail("entry count")
-        keys = [self._times[j] for j in slots]
-        if any(a > b for a, b in pairwise(keys)):
-            fail(f"times out of order: {keys}")
-        inside = set(slots)
-        if any(t[cap + j] is not empty for j in range(cap) if j not in inside):
-            fail("a slot outside the span is not ⊥")
-        if 4 * n < cap and cap > max(self._min_capacity, self._initial_capacity):
-            fail(f"{n} entries in {cap} slots (below 1/4)")
-        try:
-            fat.check()
-        except AssertionError as error:
-            fail(str(error))
-        cache = self._cache
-        if cache is not NO_CACHE:
-            values = [v for v in leaves if v is not empty]
-            acc = values[0] if values else empty
-            combine = self._combine
-            for v in values[1:]:
-                acc = combine(acc, v)
-            if acc is empty or not cache == acc:  # noqa: SIM201 (only == is required)
-                fail(f"cached aggregate {cache!r}, the window folds to {acc!r}")
-
-
 def _merge(keys: list[int], vals: list[Any],
            batch: list[tuple[int, Any]]) -> tuple[list[int], list[Any]]:
     """Stable merge of window entries with a time-sorted batch (window entries first on equal

@@ -1,4 +1,4 @@
-"""SlickDeque (Shein, Chrysanthis, Labrinidis, EDBT 2018; note ``slickdeque.md``).
+"""SlickDeque (Shein, Chrysanthis, Labrinidis, EDBT 2018).
 
 One window class, two algorithms chosen by the aggregation's declared properties:
 
@@ -7,18 +7,18 @@ One window class, two algorithms chosen by the aggregation's declared properties
   it, this keeps prefix aggregates instead: ``prefix[i] = v_origin (+) ... (+) v_i``, so the
   entries from position k on aggregate to ``subtract(prefix[last], prefix[k - 1])``
   (``subtract`` removes a prefix from the front, so this is right for non-commutative groups
-  too, note section 9.8). ``insert`` costs one ``combine``, ``query`` and ``query_since`` one
+  too). ``insert`` costs one ``combine``, ``query`` and ``query_since`` one
   ``subtract``. The origin is re-based (prefixes re-folded from the oldest live entry) once
   the entries folded in before it outnumber the live ones four times: at most 1/4 ``combine``
   per eviction amortized, and the floating-point drift of subtract-on-evict stays bounded by
-  the window instead of growing with the stream (note section 9.10).
+  the window instead of growing with the stream.
 * **Non-Inv** (section 3.2, Algorithm 2), for selective aggregations (``combine(a, b)``
   returns one of its argument objects). A deque of the entries not dominated by a younger
   one: the entry ``e`` stays while ``combine(e, younger) is e`` for every younger entry, so
   each node holds the aggregate of every entry from itself to the youngest, and the aggregate
   of the entries from position k on is the first node at or after k. ``insert`` pops the
   dominated tail (ties stay when ``combine`` returns the older operand, e.g. ``ArgMax`` ties to
-  the oldest: note section 9.7) for fewer than 2 ``combine`` calls amortized; evictions pop the
+  the oldest) for fewer than 2 ``combine`` calls amortized; evictions pop the
   head when it expires (section 9.3); ``query`` and ``query_since`` (binary search on the
   deque, the paper's multi-query sharing of sections 2.3 and 3.2) call ``combine`` never.
 
@@ -283,7 +283,7 @@ class _NonInv:
     def _survivors(self, vals: list[Any], lo: int, value: Any) -> int:
         """How many of ``vals[lo:]`` stay when ``value`` follows them: Algorithm 2 line 16
         pops the tail while the new value dominates it. ``is``, not ``==``: a tie that
-        ``combine`` resolves to the older operand keeps the older node (note section 9.7).
+        ``combine`` resolves to the older operand keeps the older node.
         Only reads, so a failing ``combine`` changes nothing."""
         combine = self.combine
         k = len(vals)

@@ -1,4 +1,4 @@
-"""Two-Stacks (DABA paper, section 4; note ``daba.md`` section 3.4).
+"""Two-Stacks (DABA paper, section 4).
 
 A front stack s_F and a back stack s_B of (value, aggregate) pairs. The top of s_F is the
 oldest entry and its aggregate is the sum of all of s_F in FIFO order

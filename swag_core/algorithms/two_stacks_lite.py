@@ -1,6 +1,5 @@
 """Two-Stacks Lite (Tangwongsan, Hirzel, Schneider, "In-Order Sliding-Window Aggregation in
-Worst-Case Constant Time", VLDB J. 2021; IBM reference ``TwoStacksLite.hpp``; note ``daba.md``
-section 8).
+Worst-Case Constant Time", VLDB J. 2021; IBM reference ``TwoStacksLite.hpp``).
 
 Like Two-Stacks, but the back stack keeps no per-entry aggregates: only the values plus one
 running ``back_sum``. The front stack keeps aggregates only. Entries live in one FIFO list of

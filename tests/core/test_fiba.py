@@ -26,6 +26,7 @@ from swag_core.aggregations import Sum
 from swag_core.algorithms.fiba import Fiba, _Node
 from swag_core.errors import InvalidTimeError
 
+from .fiba_invariants import check_fiba
 from .helpers import Model, concat, counting, matmul
 
 # ---------------------------------------------------------------------------- tree shapes
@@ -109,7 +110,7 @@ def build(shape: str, agg: Aggregation | None = None, arity: int = 2,
         while not n.leaf:
             n = n.children[0] if first else n.children[-1]
             w._recalc(n)
-    w.check_invariants()
+    check_fiba(w)
     return w
 
 
@@ -174,7 +175,7 @@ def test_bulk_evict_worked_examples(base: str, t: int, after: str) -> None:
     w = build(base)
     before = times_of(base)
     removed = w.bulk_evict(t)
-    w.check_invariants()
+    check_fiba(w)
     assert shape(w) == norm(after)
     kept = [x for x in before if x > t]
     assert removed == len(before) - len(kept)
@@ -210,7 +211,7 @@ def test_figure1_partial_aggregates() -> None:
     assert w.query_since(9) == "ijklmnoqrstuv"
     assert w.query_range(4, 18) == "defghijklmnoq"
     assert w.bulk_evict(9) == 9
-    w.check_invariants()
+    check_fiba(w)
     assert shape(w) == norm("<15>(<12>([10,11],[13,14]), <20>([17,18,19],[21,22]))")
     assert w.query() == "jklmnoqrstuv"
 
@@ -223,7 +224,7 @@ def inserted(times: list[int], agg: Aggregation | None = None, arity: int = 2,
     w = Fiba(agg if agg is not None else concat(), arity=arity)
     for t in times:
         w.insert(t, t if value is None else value)
-        w.check_invariants()
+        check_fiba(w)
     return w
 
 
@@ -252,7 +253,7 @@ BULK_INSERT_CASES = [
 def test_bulk_insert_worked_examples(before: list[int], keys: list[int], after: str) -> None:
     w = inserted(before)
     w.bulk_insert([(k, k) for k in keys])
-    w.check_invariants()
+    check_fiba(w)
     assert shape(w) == norm(after)
     model = Model(concat(), coalesce=True)
     model.bulk_insert([(t, t) for t in before])
@@ -266,7 +267,7 @@ def test_bulk_insert_bug_case_sum() -> None:
     the correct result sums to 15 (key 27 collides in an inner node)."""
     w = inserted([6, 9, 17, 23, 24, 27, 28], Sum(), value=1)
     w.bulk_insert([(k, 1) for k in (3, 16, 22, 25, 27, 31, 32, 39)])
-    w.check_invariants()
+    check_fiba(w)
     assert shape(w) == norm("<24>(<9,17>([3,6],[16],[22,23]), <27,32>([25],[28,31],[39]))")
     assert w.query() == 15  # 14 distinct times, one of which (27) holds 1 + 1
     assert len(w) == 14
@@ -280,7 +281,7 @@ def test_bulk_insert_collisions_in_root_and_leaves() -> None:
         w.insert(t, f"o{t},")
     assert shape(w) == "<3,6,9>([1,2],[4,5],[7,8],[10])"
     w.bulk_insert([(7, "n7,"), (3, "n3,"), (11, "n11,"), (5, "n5,")])
-    w.check_invariants()
+    check_fiba(w)
     assert shape(w) == "<3,6,9>([1,2],[4,5],[7,8],[10,11])"
     assert w.query() == "o1,o2,o3,n3,o4,o5,n5,o6,o7,n7,o8,o9,o10,n11,"
 
@@ -301,7 +302,7 @@ def test_equal_times_in_one_bulk_and_in_inner_nodes() -> None:
     model.bulk_insert([(t, f"{t}.") for t in range(0, 60, 2)])
     model.bulk_insert(batch)
     w.bulk_insert(batch)
-    w.check_invariants()
+    check_fiba(w)
     assert w.query() == model.query()
     assert list(w.items()) == list(zip(model.times, model.values))
     assert dict(w.items())[30] == "30.b30.a30."
@@ -348,7 +349,7 @@ def run_against_model(agg: Aggregation, arity: int, initial: int,
             assert w.bulk_evict(op[1] + offset) == model.bulk_evict(op[1] + offset)
         else:
             offset += op[1]  # later times drift upwards, as a stream's do
-        w.check_invariants()
+        check_fiba(w)
         assert w.query() == model.query()
         assert len(w) == len(model)
         assert list(w.items()) == list(zip(model.times, model.values))
@@ -404,7 +405,7 @@ def test_random_large_bulks(arity: int, seed: int) -> None:
                 t = rnd.randrange(hi - 100, hi + 10)
                 w.insert(t, 1)
                 model.insert(t, 1)
-        w.check_invariants()
+        check_fiba(w)
         assert w.query() == model.query()
         assert list(w.items()) == list(zip(model.times, model.values))
 
@@ -430,14 +431,14 @@ def test_bulk_evict_anywhere(arity: int, times: set[int], steps: list[tuple[int,
     else:
         w.bulk_insert([(t, t) for t in times])
     model.bulk_insert([(t, t) for t in times])
-    w.check_invariants()
+    check_fiba(w)
     for cut, inserts in steps:
         assert w.bulk_evict(cut) == model.bulk_evict(cut)
-        w.check_invariants()
+        check_fiba(w)
         assert w.query() == model.query()
         w.bulk_insert([(t, 1) for t in inserts])
         model.bulk_insert([(t, 1) for t in inserts])
-        w.check_invariants()
+        check_fiba(w)
         assert list(w.items()) == list(zip(model.times, model.values))
         assert w.query() == model.query()
 
@@ -467,7 +468,7 @@ def test_errors_change_nothing() -> None:
         w.query_since(1.5)  # type: ignore[arg-type]
     with pytest.raises(InvalidTimeError):
         w.query_range(0, "9")  # type: ignore[arg-type]
-    w.check_invariants()
+    check_fiba(w)
     assert snapshot(w) == before
 
 
@@ -486,11 +487,11 @@ def test_empty_window() -> None:
     assert len(w) == 0
     assert list(w.items()) == []
     w.bulk_insert([])
-    w.check_invariants()
+    check_fiba(w)
     w.bulk_insert([(5, 1), (5, 2)])
     assert (len(w), w.query()) == (1, "1;2;")
     assert w.bulk_evict(5) == 1
-    w.check_invariants()
+    check_fiba(w)
     assert (len(w), w.query()) == (0, "")
 
 
@@ -537,7 +538,7 @@ def test_deferred_free_list_is_released() -> None:
         w.insert(t, 1)
         w.evict()
     assert not w._trash
-    w.check_invariants()
+    check_fiba(w)
     assert len(w) == 2499
 
 
@@ -578,7 +579,7 @@ def test_bulk_evict_cost_does_not_grow_with_m(lg: int, fraction: float) -> None:
     m = int(n * fraction)
     assert w.bulk_evict(m - 1) == m
     assert counter.reset() <= BULK_EVICT_C[4] * lg
-    w.check_invariants()
+    check_fiba(w)
 
 
 def test_bulk_evict_amortized_log_m() -> None:
@@ -731,10 +732,10 @@ def corruptions() -> list[tuple[str, Any]]:
                          ids=[c[0] for c in corruptions()])
 def test_check_invariants_detects_corruption(corrupt: Any) -> None:
     w = build(B)
-    w.check_invariants()
+    check_fiba(w)
     corrupt(w)
     with pytest.raises(AssertionError, match="fiba invariant violated"):
-        w.check_invariants()
+        check_fiba(w)
 
 
 def test_query_range_bad_lower_bound() -> None:

@@ -43,6 +43,7 @@ from swag_core.algorithms.flatfit import FlatFit
 from swag_core.algorithms.slickdeque import SlickDeque
 
 from .helpers import Model, concat, counting, matgroup, matmul
+from .invariants import check_fat
 
 
 # --------------------------------------------------------------------------- local tools
@@ -146,9 +147,9 @@ def check_flatfat(w: FlatFat) -> None:
     inside = {(w._front + k) % cap for k in range(len(w))}
     for slot in range(cap):
         assert (fat.leaf(slot) is EMPTY) == (slot not in inside)
-    fat.check()
+    check_fat(fat)
     fat.flush()
-    fat.check()
+    check_fat(fat)
     times = [t for t, _ in w.items()]
     assert times == sorted(times)
 
@@ -215,7 +216,7 @@ class TestFatTree:
         # Figure 3: a=(1,2) .. d=(7,8) at heap 4..7, e, f at 2, 3, root g at 1.
         assert fat.tree[4:8] == ["12", "34", "56", "78"]
         assert fat.tree[2:4] == ["1234", "5678"]
-        fat.check()
+        check_fat(fat)
 
     def test_t2_t3_update_costs_and_t4_prefix_suffix(self) -> None:
         fat, calls = self.leaves8()
@@ -231,7 +232,7 @@ class TestFatTree:
         assert fat.prefix(6) == "ABCD56G" and calls[0] == 2    # T(e) (+) T(c) (+) a[7]
         calls[0] = 0
         assert fat.suffix(1) == "BCD56G8" and calls[0] == 2
-        fat.check()
+        check_fat(fat)
 
     def test_t5_heap_layout(self) -> None:
         fat, _ = self.leaves8()
@@ -251,7 +252,7 @@ class TestFatTree:
         fat.update([(i, f"x{i},") for i in range(m)])
         assert calls[0] == expected == (m - 1) + int(math.log2(n / m))
         assert calls[0] <= m * (1 + math.ceil(math.log2(n / m)))
-        fat.check()
+        check_fat(fat)
 
     def test_random_updates_within_theorem_4_2(self) -> None:
         rng = random.Random(7)
@@ -264,16 +265,16 @@ class TestFatTree:
                 calls[0] = 0
                 fat.update([(i, f"r{i}.{rng.random()},") for i in locs])
                 assert calls[0] <= m * (1 + math.ceil(math.log2(n / m)))
-            fat.check()
+            check_fat(fat)
 
     def test_last_write_wins_and_pending(self) -> None:
         fat, _ = self.leaves8()
         fat.set(0, EMPTY)                 # pitfall 5: Figure 5 events 5-6 batched
         fat.set(0, "9")
         assert fat.pending == 2
-        fat.check()                       # stale nodes above pending leaves are skipped
+        check_fat(fat)                       # stale nodes above pending leaves are skipped
         assert fat.aggregate() == "92345678" and fat.pending == 0
-        fat.check()
+        check_fat(fat)
 
     def test_prefix_suffix_range_with_empty_leaves(self) -> None:
         rng = random.Random(3)
@@ -282,7 +283,7 @@ class TestFatTree:
                 leaves = [f"{i}," if rng.random() < 0.6 else EMPTY for i in range(cap)]
                 fat = FlatFAT(strcat(), cap)
                 fat.update(list(enumerate(leaves)))
-                fat.check()
+                check_fat(fat)
 
                 def brute(lo: int, hi: int, leaves: list[Any] = leaves) -> Any:
                     parts = [x for x in leaves[lo:hi + 1] if x is not EMPTY]
@@ -320,7 +321,7 @@ class TestFatTree:
         calls[0] = 0
         fat.rebuild(["p", "q", "r", "s", "t"], 8)
         assert calls[0] == 4 and fat.capacity == 8 and fat.aggregate() == "pqrst"
-        fat.check()
+        check_fat(fat)
         with pytest.raises(ValueError):
             fat.rebuild([], 12)
         with pytest.raises(ValueError):
@@ -346,10 +347,10 @@ class TestFatTree:
         assert calls[0] == 0
         assert fat.aggregate() == 7
         assert calls[0] <= 2 * 3
-        fat.check()
+        check_fat(fat)
         fat.clear(6, 4)                      # wraps: leaves 6, 7, 0, 1
         assert fat.aggregate() == 4 and fat.dirty_leaves() == []
-        fat.check()
+        check_fat(fat)
 
     def test_ring_writes_clears_and_shifts_against_brute_force(self) -> None:
         """Random set / write / clear / move batches (wrapping runs), flushed with a
@@ -405,7 +406,7 @@ class TestFatTree:
                     fat.flush()
                     if m:
                         assert calls[0] <= m * (1 + math.ceil(math.log2(cap / m)))
-                    fat.check()
+                    check_fat(fat)
                     assert fat.aggregate() == fold(leaves)
                     first = rng.randrange(cap)
                     count = rng.randint(1, cap)
@@ -423,14 +424,14 @@ class TestFatTree:
         calls[0] = 0
         fat.flush()
         assert calls[0] <= 3 * (1 + math.ceil(math.log2(64 / 3)))
-        fat.check()
+        check_fat(fat)
         for k in range(500):                 # more than half the leaves: one recomputation
             fat.set(k % 40, f"y{k},")
         assert fat.dirty_leaves() == list(range(64))
         calls[0] = 0
         fat.flush()
         assert calls[0] == 63
-        fat.check()
+        check_fat(fat)
 
     def test_unchanged_node_stops_propagation(self) -> None:
         counter = [0]
@@ -443,7 +444,7 @@ class TestFatTree:
         counter[0] = 0
         fat.update([(5, 7)])       # max(0, 7) changes the parent, max(1000, ...) stops higher
         assert counter[0] < math.log2(1024)
-        fat.check()
+        check_fat(fat)
         assert fat.aggregate() == 1000
 
 

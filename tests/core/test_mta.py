@@ -22,19 +22,31 @@ from swag_core import (
     product,
 )
 from swag_core.aggregations import Count, Last, Max, Min, Sum
+from swag_core.algorithms._queues import EMPTY
 from swag_core.algorithms.mta import Amta, LogMta
 
 from .helpers import Model, concat, counting, int_sum, matmul
+from .invariants import check_mta, levels
 
 CLASSES = [LogMta, Amta]
 NAMES = ["log_mta", "amta"]
+
+
+def result_pair(w: Amta) -> tuple[Any, Any]:
+    """Amta's ``(R0, R1)`` as raw aggregates, ``None`` for the empty one."""
+    return (None if w._r0 is EMPTY else w._r0, None if w._r1 is EMPTY else w._r1)
+
+
+def stack_entries(w: Amta) -> list[Any]:
+    """Amta's stack S, bottom first."""
+    return list(w._stack)
 
 
 def fill(cls: type, agg: Aggregation, values: list[Any], start: int = 0) -> Any:
     w = cls(agg)
     for i, v in enumerate(values):
         w.insert(start + i, v)
-        w.check_invariants()
+        check_mta(w)
     return w
 
 
@@ -86,33 +98,33 @@ def test_t1_log_mta_fig1_build_up() -> None:
     }
     for i in range(1, 6):
         w.insert(i, i)
-        w.check_invariants()
-        assert w.levels() == expected[i]
+        check_mta(w)
+        assert levels(w) == expected[i]
         assert w.query() == sum(range(1, i + 1))
     fig1 = fill(LogMta, int_sum(), [1, 2, 1, 2, 1, 2])
-    assert fig1.levels() == [[(1, 2)] * 3, [(3, 3), (3, None)], [(6, 3)]]
+    assert levels(fig1) == [[(1, 2)] * 3, [(3, 3), (3, None)], [(6, 3)]]
     assert fig1.query() == 9
 
 
 # --------------------------------------------------------------------------- T2, T3
 def test_t2_amta_fig4() -> None:
     w = fill(Amta, int_sum(), [1, 2, 1, 2, 1, 2])
-    assert w.levels() == [[(1, 2)] * 3, [(3, 3)]]   # the last <1,2> has no parent
-    assert w.result_pair() == (6, 3)                 # T11: R1 = 3, not 9 or 12
-    assert w.stack_entries() == [3, 5]
+    assert levels(w) == [[(1, 2)] * 3, [(3, 3)]]   # the last <1,2> has no parent
+    assert result_pair(w) == (6, 3)                 # T11: R1 = 3, not 9 or 12
+    assert stack_entries(w) == [3, 5]
     assert w.query() == 9
     w.insert(6, 1)
-    w.check_invariants()
-    assert w.levels() == [[(1, 2)] * 3 + [(1, None)], [(3, 3), (3, None)], [(6, None)]]
-    assert w.result_pair() == (6, 4)                 # the paper's "7" is an erratum
-    assert w.stack_entries() == [3, 5]
+    check_mta(w)
+    assert levels(w) == [[(1, 2)] * 3 + [(1, None)], [(3, 3), (3, None)], [(6, None)]]
+    assert result_pair(w) == (6, 4)                 # the paper's "7" is an erratum
+    assert stack_entries(w) == [3, 5]
     assert w.query() == 10
     w = fill(Amta, int_sum(), [1, 2, 1, 2, 1, 2])
     w.evict()
-    w.check_invariants()
-    assert w.levels()[0] == [(None, 2), (1, 2), (1, 2)]
-    assert w.result_pair() == (5, 3)
-    assert w.stack_entries() == [3]
+    check_mta(w)
+    assert levels(w)[0] == [(None, 2), (1, 2), (1, 2)]
+    assert result_pair(w) == (5, 3)
+    assert stack_entries(w) == [3]
     assert w.query() == 8
 
 
@@ -127,20 +139,20 @@ def test_t3_amta_build_up() -> None:
     }
     for i in range(1, 6):
         w.insert(i, i)
-        w.check_invariants()
-        assert (w.result_pair(), w.stack_entries()) == states[i]
-    assert w.levels() == [[(1, 2), (3, 4), (5, None)], [(3, 7)]]
-    w.check_invariants()
+        check_mta(w)
+        assert (result_pair(w), stack_entries(w)) == states[i]
+    assert levels(w) == [[(1, 2), (3, 4), (5, None)], [(3, 7)]]
+    check_mta(w)
     w3 = fill(Amta, int_sum(), [1, 2, 3])
-    assert w3.levels() == [[(1, 2), (3, None)], [(3, None)]]
+    assert levels(w3) == [[(1, 2), (3, None)], [(3, None)]]
 
 
 # --------------------------------------------------------------------------- T4
 def test_t4_amta_fig5_single_evictions() -> None:
     w = fill(Amta, int_sum(), [1, 3, 2, 1, 2, 1, 1, 0, 3, 1])
-    assert w.levels() == [[(1, 3), (2, 1), (2, 1), (1, 0), (3, 1)], [(4, 3), (3, 1)],
+    assert levels(w) == [[(1, 3), (2, 1), (2, 1), (1, 0), (3, 1)], [(4, 3), (3, 1)],
                           [(7, None)]]
-    assert (w.result_pair(), w.stack_entries(), w.query()) == ((7, 8), [3, 6], 15)
+    assert (result_pair(w), stack_entries(w), w.query()) == ((7, 8), [3, 6], 15)
     steps = [
         ((6, 8), [3], 14),
         ((3, 8), [1], 11),
@@ -150,15 +162,15 @@ def test_t4_amta_fig5_single_evictions() -> None:
     ]
     for i, state in enumerate(steps):
         w.evict()
-        w.check_invariants()
-        assert (w.result_pair(), w.stack_entries(), w.query()) == state
+        check_mta(w)
+        assert (result_pair(w), stack_entries(w), w.query()) == state
         if i == 0:
-            assert w.levels()[0][0] == (None, 3)
+            assert levels(w)[0][0] == (None, 3)
         if i == 1:   # L1 head removed, L2 head blanked; L3 <7,∅> is stale by design (P10)
-            assert w.levels() == [[(2, 1), (2, 1), (1, 0), (3, 1)], [(None, 3), (3, 1)],
+            assert levels(w) == [[(2, 1), (2, 1), (1, 0), (3, 1)], [(None, 3), (3, 1)],
                                   [(7, None)]]
         if i == 3:
-            assert w.levels() == [[(2, 1), (1, 0), (3, 1)], [(3, 1)]]
+            assert levels(w) == [[(2, 1), (1, 0), (3, 1)], [(3, 1)]]
     assert [v for _, v in w.items()] == [1, 1, 0, 3, 1]
 
 
@@ -172,13 +184,13 @@ def test_t5_log_mta_fig2_bulk_with_max() -> None:
     for x in (1, 2, 3, 4):
         w.insert(x, x)
         assert w.enforce(wsp) == 0
-    assert w.levels() == [[(1, 2), (3, 4)], [(2, 4)]]
+    assert levels(w) == [[(1, 2), (3, 4)], [(2, 4)]]
     w.insert(8, 8)
-    assert w.levels() == [[(1, 2), (3, 4), (8, None)], [(2, 4), (8, None)], [(4, 8)]]
+    assert levels(w) == [[(1, 2), (3, 4), (8, None)], [(2, 4), (8, None)], [(4, 8)]]
     assert w.enforce(wsp) == 4      # T11: the printed line 7 of Algorithm 2 keeps leaf 4
-    w.check_invariants()
+    check_mta(w)
     assert [v for _, v in w.items()] == [8]
-    assert w.levels() == [[(8, None)]]   # redundant root levels trimmed (note P19)
+    assert levels(w) == [[(8, None)]]   # redundant root levels trimmed (note P19)
     assert w.query() == 8
 
 
@@ -197,7 +209,7 @@ def test_t6_running_example(cls: type) -> None:
     assert w.query()["max"] == 3
     w.insert(4, 4)
     assert w.enforce(wsp) == 2
-    w.check_invariants()
+    check_mta(w)
     assert [v[0] for _, v in w.items()] == [3, 3, 4]
     assert w.query() == {"sum": 10, "max": 4, "last": 4}
 
@@ -212,7 +224,7 @@ def test_t7_listing1_one_hour(cls: type) -> None:
     for t in (0, 1000, 3_600_000):
         w.insert(t, t)
         w.enforce(wsp)
-        w.check_invariants()
+        check_mta(w)
     assert [t for t, _ in w.items()] == [1000, 3_600_000]
 
 
@@ -231,7 +243,7 @@ def test_t8_max_keeps_the_maximum(cls: type) -> None:
     assert [v for _, v in w.items()] == [9]
     w.insert(4, 3)
     assert w.enforce(wsp) == 0
-    w.check_invariants()
+    check_mta(w)
     assert [v for _, v in w.items()] == [9, 3]
     assert w.query() == 9
 
@@ -259,7 +271,7 @@ def test_t9_constant_size_window(cls: type, max_size: int) -> None:
         assert w.query()[0] == max_size
         calls += counter.reset()
         if max_size <= 64:
-            w.check_invariants()             # its own combine calls are not counted
+            check_mta(w)             # its own combine calls are not counted
             counter.reset()
     per_round = calls / steps
     if cls is Amta:
@@ -287,19 +299,19 @@ def test_t10_enforce_bulk_is_logarithmic(cls: type) -> None:
         assert w.query()[0] == n + 1 - m
         assert len(w) == n + 1 - m
         if m >= n - 1:
-            w.check_invariants()
+            check_mta(w)
 
 
 # --------------------------------------------------------------------------- T12
 def test_t12_amta_edge_cases() -> None:
     w = Amta(int_sum())
     w.insert(0, 5)                                   # insert into an empty AMTA
-    w.check_invariants()
-    assert (w.result_pair(), w.query()) == ((5, None), 5)
+    check_mta(w)
+    assert (result_pair(w), w.query()) == ((5, None), 5)
     w.evict()                                        # single-element window evicted
-    w.check_invariants()
-    assert (w.result_pair(), w.stack_entries(), len(w), w.query()) == ((None, None), [], 0, 0)
-    assert w.levels() == []
+    check_mta(w)
+    assert (result_pair(w), stack_entries(w), len(w), w.query()) == ((None, None), [], 0, 0)
+    assert levels(w) == []
     w.insert(1, 7)
     assert w.query() == 7 and w.oldest() == 1
 
@@ -315,13 +327,13 @@ def test_t12_stale_top_then_bulk_search() -> None:
         w.insert(i, i)
     for _ in range(3):
         w.evict()
-    assert w.levels()[1] == [(None, "2;3;")]           # stale: leaf "2;" is gone
+    assert levels(w)[1] == [(None, "2;3;")]           # stale: leaf "2;" is gone
     w.insert(6, 6)
     w.insert(7, 7)
-    assert w.levels()[2] == [("2;3;", None)]           # the stale value went up (P11)
+    assert levels(w)[2] == [("2;3;", None)]           # the stale value went up (P11)
     for i in range(8, 40):
         w.insert(i, i)
-        w.check_invariants()
+        check_mta(w)
     model = [v for _, v in w.items()]
     n = len(model)
 
@@ -330,7 +342,7 @@ def test_t12_stale_top_then_bulk_search() -> None:
 
     policy = keep(n - 12)                               # 12 > bit_length(n): the search
     assert w.enforce(policy) == brute_longest(agg, model, policy) == 12
-    w.check_invariants()
+    check_mta(w)
     assert [v for _, v in w.items()] == model[12:]
     assert w.query() == "".join(model[12:])
 
@@ -338,18 +350,18 @@ def test_t12_stale_top_then_bulk_search() -> None:
 def test_t12_amta_bulk_removes_whole_trees_then_descends() -> None:
     agg = concat()
     w = fill(Amta, agg, list(range(100)))             # trees of 64, 32 and 4 leaves
-    assert len(w.levels()) == 6                     # top pair at level 5
+    assert len(levels(w)) == 6                     # top pair at level 5
     values = [v for _, v in w.items()]
 
     def policy(total: Any, p: Any) -> bool:
         return bool(total.count(";") - p.count(";") >= 30)
 
     assert w.enforce(policy) == 70                   # whole tree of 64, then into the next
-    w.check_invariants()
-    assert len(w.levels()) == 5
+    check_mta(w)
+    assert len(levels(w)) == 5
     assert w.query() == "".join(values[70:])
     assert w.bulk_evict(95) == 26                    # bulk_evict across trees as well
-    w.check_invariants()
+    check_mta(w)
     assert w.query() == "".join(values[96:])
 
 
@@ -357,11 +369,11 @@ def test_t12_amta_bulk_removes_whole_trees_then_descends() -> None:
 def test_t12_cascade_empties_levels(cls: type) -> None:
     w = fill(cls, concat(), list(range(16)))
     assert w.bulk_evict(14) == 15                    # every level but the last leaf's
-    w.check_invariants()
-    assert w.levels() == [[(None, "15;")]]
+    check_mta(w)
+    assert levels(w) == [[(None, "15;")]]
     assert w.query() == "15;"
     w.insert(16, 16)
-    w.check_invariants()
+    check_mta(w)
     assert w.query() == "15;16;"
 
 
@@ -383,7 +395,7 @@ def test_t14_multi_dimensional_product(cls: type) -> None:
             w.insert(i, rec)
             for _ in range(k):
                 w.evict()
-        shared.check_invariants()
+        check_mta(shared)
         assert shared.query() == {name: w.query() for name, w in single.items()}
         assert len(shared) == min(i + 1, keep)
 
@@ -392,28 +404,28 @@ def test_check_invariants_catches_corruption() -> None:
     w = fill(LogMta, int_sum(), list(range(1, 20)))
     w._v[1][3] += 1
     with pytest.raises(AssertionError, match="combine of its children"):
-        w.check_invariants()
+        check_mta(w)
     w = fill(LogMta, int_sum(), list(range(1, 20)))
     w._total += 1
     with pytest.raises(AssertionError, match="total"):
-        w.check_invariants()
+        check_mta(w)
     w = fill(Amta, int_sum(), list(range(1, 20)))
     w._v[1][5] += 1                                   # off the leftmost branch
     with pytest.raises(AssertionError, match="combine of its children"):
-        w.check_invariants()
+        check_mta(w)
     for attr, match in (("_r0", "R0"), ("_r1", "R1")):
         w = fill(Amta, int_sum(), list(range(1, 20)))
         setattr(w, attr, getattr(w, attr) + 1)
         with pytest.raises(AssertionError, match=match):
-            w.check_invariants()
+            check_mta(w)
     w = fill(Amta, int_sum(), list(range(1, 20)))
     w._stack[0] += 1
     with pytest.raises(AssertionError, match="stack"):
-        w.check_invariants()
+        check_mta(w)
     w = fill(Amta, int_sum(), list(range(1, 20)))
     w._v[1].pop()                                     # breaks Invariant 3
     with pytest.raises(AssertionError, match="Invariant 3"):
-        w.check_invariants()
+        check_mta(w)
 
 
 # --------------------------------------------------------------------------- policies
@@ -422,7 +434,7 @@ def test_policy_error_on_detectable_non_monotone_policy(cls: type) -> None:
     agg = product({"n": Count(), "cat": concat()})
     for n, holds_up_to in ((8, 1), (100, 20), (2, 0)):
         w = fill(cls, agg, list(range(n)))
-        before = (list(w.items()), w.query(), len(w), w.levels())
+        before = (list(w.items()), w.query(), len(w), levels(w))
 
         def policy(total: Any, p: Any, cut: int = holds_up_to) -> bool:
             # holds for short prefixes and for the whole window, not in between
@@ -430,10 +442,10 @@ def test_policy_error_on_detectable_non_monotone_policy(cls: type) -> None:
 
         with pytest.raises(PolicyError, match="not prefix-monotone"):
             w.enforce(policy)
-        w.check_invariants()
+        check_mta(w)
         assert (list(w.items()), w.query(), len(w)) == before[:3]
         if cls is LogMta:
-            assert w.levels() == before[3]    # AMTA may have refreshed stale values only
+            assert levels(w) == before[3]    # AMTA may have refreshed stale values only
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -482,7 +494,7 @@ def test_enforce_whole_window_and_nothing(cls: type) -> None:
     assert w.enforce(lambda total, p: False) == 0
     assert len(w) == 37
     assert w.enforce(lambda total, p: True) == 37
-    w.check_invariants()
+    check_mta(w)
     assert (len(w), w.query(), list(w.items())) == (0, 0, [])
     assert w.enforce(lambda total, p: True) == 0     # empty window: nothing to ask
     with pytest.raises(TypeError, match="callable"):
@@ -505,7 +517,7 @@ def test_policy_exception_changes_nothing(cls: type) -> None:
 
         with pytest.raises(RuntimeError, match="boom"):
             w.enforce(policy)
-        w.check_invariants()
+        check_mta(w)
         assert (list(w.items()), w.query()) == before
 
 
@@ -523,7 +535,7 @@ def test_errors_leave_window_unchanged(cls: type) -> None:
         w.insert(13, 9)
     with pytest.raises(OutOfOrderError):
         w.bulk_insert([(20, 1), (19, 2)])
-    w.check_invariants()
+    check_mta(w)
     assert (w.query(), w.oldest(), w.youngest()) == ("0;1;2;3;4;", 10, 14)
     w.insert(14, 5)                                   # equal times are fine
     assert w.bulk_evict(14) == 6 and len(w) == 0
@@ -537,7 +549,7 @@ def test_long_run_compacts_and_keeps_items(cls: type) -> None:
         w.insert(i, i)
         if i >= 100:
             w.evict()
-    w.check_invariants()
+    check_mta(w)
     assert [t for t, _ in w.items()] == list(range(4900, 5000))
     assert max(len(row) for row in w._v) <= 2 * 100 + 64
     assert w.query() == sum(range(4900, 5000))
@@ -577,7 +589,7 @@ def test_bulk_evict_half_of_2_16_is_logarithmic(cls: type, c: int) -> None:
         counter.reset()
         w.bulk_evict(cut)
         assert counter.calls <= bound, (cut, counter.calls)
-    w.check_invariants()
+    check_mta(w)
     assert len(w) == 1
 
 
@@ -628,11 +640,11 @@ def test_log_mta_bulk_insert_builds_once() -> None:
     w = LogMta(agg)
     w.bulk_insert([(i, i) for i in range(n)])
     assert counter.calls <= n + 2 * math.log2(n)
-    w.check_invariants()
+    check_mta(w)
     counter.reset()
     w.bulk_insert([(n + i, i) for i in range(100)])
     assert counter.calls <= 100 + 2 * math.log2(n)
-    w.check_invariants()
+    check_mta(w)
 
 
 # --------------------------------------------------------------------------- hypothesis
@@ -707,7 +719,7 @@ def run_steps(data: st.DataObject, cls: type, name: str) -> None:
         else:
             t = draw(st.integers(clock - 30, clock + 1))
             assert w.query_since(t) == model.query_since(t)
-        w.check_invariants()
+        check_mta(w)
         assert len(w) == len(model)
         assert w.query() == model.query()
     assert list(w.items()) == list(zip(model.times, model.values))
@@ -774,7 +786,7 @@ def test_large_windows_bulk_paths(cls: type, steps: list[tuple[int, int, int, in
         within("enforce", n)
         for _ in range(want):
             model.evict()
-        w.check_invariants()
+        check_mta(w)
         assert w.query() == model.query()
         if len(model) > 1:
             t = model.oldest() + 1 + cut % (len(model) - 1)
@@ -788,7 +800,7 @@ def test_large_windows_bulk_paths(cls: type, steps: list[tuple[int, int, int, in
             counter.reset()
             assert w.bulk_evict(t) == model.bulk_evict(t)
             within("bulk_evict", n)
-            w.check_invariants()
+            check_mta(w)
             assert w.query() == model.query()
 
 
@@ -810,10 +822,10 @@ def test_arbitrary_policy_contract(cls: type, n: int, table: list[bool]) -> None
     try:
         k = w.enforce(policy)
     except PolicyError:
-        w.check_invariants()
+        check_mta(w)
         assert list(w.items()) == before
         return
-    w.check_invariants()
+    check_mta(w)
     assert list(w.items()) == before[k:]
     assert k == 0 or table[k]
     assert k == n or not table[n]

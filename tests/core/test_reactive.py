@@ -19,6 +19,17 @@ from swag_core.algorithms.reactive import Reactive
 from swag_core.errors import EntryNotFoundError
 
 from .helpers import Model, concat, counting, matmul
+from .invariants import check_reactive
+
+
+def layout(w: Reactive) -> tuple[int, int, list[Any]]:
+    """``(F, B, leaves)`` of the flat tree, ``None`` for the paper's ⊥ slots (its Figure 5
+    shows the structure in this form)."""
+    fat = w._fat
+    cap = fat.capacity
+    leaves = [None if v is EMPTY else v for v in fat.tree[cap:]]
+    back = (w._front + w._span - 1) & (cap - 1)
+    return w._front, back, leaves
 
 
 def plain_concat() -> Aggregation:
@@ -86,7 +97,7 @@ def test_t2_t3_t4_t5_update_and_prefix_suffix() -> None:
     assert counter.reset() == 2
     assert w._fat.suffix(1) == "BCD56G8"  # suffix(2)
     assert counter.reset() == 2
-    w.check_invariants()
+    check_reactive(w)
 
 
 @pytest.mark.parametrize(("m", "calls"), [(1, 10), (2, 10), (64, 67), (256, 257), (1024, 1023)])
@@ -97,7 +108,7 @@ def test_t6_contiguous_block_update(m: int, calls: int) -> None:
         _write_leaf(w, loc, "x")
     assert flush_calls(w, counter) == (m, calls)
     assert calls <= update_bound(m, 1024)
-    w.check_invariants()
+    check_reactive(w)
 
 
 def test_t6_random_unique_locations_within_bound() -> None:
@@ -111,7 +122,7 @@ def test_t6_random_unique_locations_within_bound() -> None:
                 _write_leaf(w, loc, rng.choice("xyz"))
             got_m, calls = flush_calls(w, counter)
             assert got_m == m and calls <= update_bound(m, n)
-        w.check_invariants()
+        check_reactive(w)
 
 
 # --------------------------------------------------------------------------- inverted buffer
@@ -120,11 +131,11 @@ def test_t7_figure_5_collect() -> None:
     states = []
     for time, value in [(1, 4), (2, 7), (3, 3), (4, 2)]:
         w.insert(time, value)
-        states.append(w._layout())
+        states.append(layout(w))
     w.evict()  # 4 leaves
-    states.append(w._layout())
+    states.append(layout(w))
     w.insert(5, 9)
-    states.append(w._layout())
+    states.append(layout(w))
     leaves = [(4,), (7,), (3,), (2,)]
     assert states == [
         (0, 0, [leaves[0], None, None, None]),
@@ -137,7 +148,7 @@ def test_t7_figure_5_collect() -> None:
     assert w.query() == [7, 3, 2, 9]
     assert w._fat.tree[1] == (9, 7, 3, 2)  # the naive root is wrong
     assert w.capacity == 4
-    w.check_invariants()
+    check_reactive(w)
 
 
 def test_t8_argmax_tie_on_inverted_buffer() -> None:
@@ -147,13 +158,13 @@ def test_t8_argmax_tie_on_inverted_buffer() -> None:
     assert w.query() == (5, "x")
     w.evict()
     w.insert(5, (5, "y"))
-    front, back, _ = w._layout()
+    front, back, _ = layout(w)
     assert (front, back) == (1, 0)
     assert w.query() == (5, "x")  # first maximum in window order
     assert w.aggregation.lower_fn(w._fat.tree[1]) == (5, "y")  # the naive root
     w.remove(2)  # x
     assert w.query() == (5, "y")
-    w.check_invariants()
+    check_reactive(w)
 
 
 def test_inverted_query_costs_at_most_2_log_cap_plus_1() -> None:
@@ -177,11 +188,11 @@ def test_t9_compaction_instead_of_growth() -> None:
     for t, v in enumerate("abcd"):
         w.insert(t, v)
     w.remove(1)  # b: a hole
-    assert w._layout() == (0, 3, ["a", None, "c", "d"])
+    assert layout(w) == (0, 3, ["a", None, "c", "d"])
     w.insert(4, "e")  # full span and 3 <= 3/4 * 4: compact, no growth
-    assert w._layout() == (0, 3, ["a", "c", "d", "e"])
+    assert layout(w) == (0, 3, ["a", "c", "d", "e"])
     assert w.capacity == 4 and w.query() == "acde"
-    w.check_invariants()
+    check_reactive(w)
 
 
 def test_t10_compaction_of_inverted_buffer_keeps_order() -> None:
@@ -191,12 +202,12 @@ def test_t10_compaction_of_inverted_buffer_keeps_order() -> None:
     w.evict()  # a
     w.insert(4, "e")  # slot 0
     w.remove(2)  # c
-    assert w._layout() == (1, 0, ["e", "b", None, "d"])
+    assert layout(w) == (1, 0, ["e", "b", None, "d"])
     assert w.query() == "bde"
     w.insert(5, "f")  # compacts circularly from F
-    assert w._layout() == (1, 0, ["f", "b", "d", "e"])
+    assert layout(w) == (1, 0, ["f", "b", "d", "e"])
     assert w.query() == "bdef" and w.capacity == 4
-    w.check_invariants()
+    check_reactive(w)
 
 
 def test_t11_shrink() -> None:
@@ -205,7 +216,7 @@ def test_t11_shrink() -> None:
     w.insert(2, "b")
     w.evict()  # 1 < 8/4
     assert w.capacity == 4 and w.query() == "b"
-    w.check_invariants()
+    check_reactive(w)
 
 
 def _count_calls(w: Reactive, method: str) -> list[int]:
@@ -233,7 +244,7 @@ def test_t12_fifo_count_window_grows_to_1024_without_compaction() -> None:
     assert capacities == [2**k for k in range(11)]  # 10 doublings
     assert not compactions
     assert w.query() == max(t % 97 for t in range(4000, 5000))
-    w.check_invariants()
+    check_reactive(w)
 
 
 def test_pitfall_13_insert_then_evict_doubles_once() -> None:
@@ -258,7 +269,7 @@ def test_t13_oscillation() -> None:
     for t in range(1025, 1025 + 514):
         w.insert(t, t)
     assert len(w) == 1025 and w.capacity == 2048
-    w.check_invariants()
+    check_reactive(w)
 
 
 def test_compact_and_resize_are_amortized() -> None:
@@ -288,7 +299,7 @@ def test_compact_and_resize_are_amortized() -> None:
     # Everything (compaction, resizes, batched updates) stays within a few log2(cap) per op
     # (measured: about 7 calls per operation at capacity 512).
     assert counter.calls <= 2 * log2(w.capacity) * ops
-    w.check_invariants()
+    check_reactive(w)
 
 
 # --------------------------------------------------------------------------- out of order
@@ -296,7 +307,7 @@ def test_out_of_order_ties_keep_insertion_order() -> None:
     w = Reactive(concat(), capacity=4)
     for t, v in [(5, "a"), (1, "b"), (5, "c"), (3, "d"), (1, "e"), (9, "f"), (5, "g"), (0, "h")]:
         w.insert(t, v)
-        w.check_invariants()
+        check_reactive(w)
     assert [t for t, _ in w.items()] == [0, 1, 1, 3, 5, 5, 5, 9]
     assert w.query() == "h;b;e;d;a;c;g;f;"
     assert (w.oldest(), w.youngest()) == (0, 9)
@@ -308,7 +319,7 @@ def test_out_of_order_insert_moves_the_nearer_side() -> None:
     for t in range(0, 200, 2):  # 100 entries, times 0..198
         w.insert(t, t)
     w.query()
-    w.check_invariants()
+    check_reactive(w)
     w.insert(195, "late")  # 2 younger entries move right: 3 dirty leaves
     assert len(w._fat.dirty_leaves()) == 3
     m, calls = flush_calls(w, counter)
@@ -318,7 +329,7 @@ def test_out_of_order_insert_moves_the_nearer_side() -> None:
     w.insert(-1, "oldest")  # no move at all
     w.insert(1000, "youngest")
     assert len(w._fat.dirty_leaves()) == 5
-    w.check_invariants()
+    check_reactive(w)
     times = [t for t, _ in w.items()]
     assert times == sorted(times) and len(times) == 104
 
@@ -331,7 +342,7 @@ def test_out_of_order_insert_refills_the_nearest_hole() -> None:
     w._fat.flush()
     w.insert(215, "x")  # goes right before 220: the hole at 20 is 1 step left
     assert len(w._fat.dirty_leaves()) == 2 and w._span == 40  # one entry moved, span unchanged
-    w.check_invariants()
+    check_reactive(w)
     assert [t for t, _ in w.items()][19:23] == [190, 210, 215, 220]
 
 
@@ -354,7 +365,7 @@ def test_wrapped_moves() -> None:
                 model.evict()
             w.insert(t, v)
             model.insert(t, v)
-            w.check_invariants()
+            check_reactive(w)
             assert w.query() == model.query()
 
 
@@ -373,7 +384,7 @@ def test_remove_takes_the_oldest_inserted_of_equal_times() -> None:
     w.remove(2)
     assert w.query() == "a;f;"
     assert (w.oldest(), w.youngest()) == (1, 2)
-    w.check_invariants()
+    check_reactive(w)
 
 
 def test_remove_missing_time_changes_nothing() -> None:
@@ -383,14 +394,14 @@ def test_remove_missing_time_changes_nothing() -> None:
     for t in (1, 2, 4):
         w.insert(t, t)
     w.remove(2)
-    before = (list(w.items()), w._layout(), w.query())
+    before = (list(w.items()), layout(w), w.query())
     for t in (0, 2, 3, 5):
         with pytest.raises(KeyError, match=f"no entry at time {t}"):
             w.remove(t)
-    assert (list(w.items()), w._layout(), w.query()) == before
+    assert (list(w.items()), layout(w), w.query()) == before
     with pytest.raises(InvalidTimeError):
         w.remove(1.5)  # type: ignore[arg-type]
-    w.check_invariants()
+    check_reactive(w)
 
 
 def test_remove_everything_in_random_order() -> None:
@@ -406,7 +417,7 @@ def test_remove_everything_in_random_order() -> None:
         w.remove(t)
         i = model.times.index(t)
         del model.times[i], model.values[i]
-        w.check_invariants()
+        check_reactive(w)
         assert w.query() == model.query()
     assert w.capacity == 2
 
@@ -427,7 +438,7 @@ def test_bulk_evict_costs_log_combines_not_m() -> None:
     _, calls = flush_calls(w, counter)
     assert calls <= 2 * log2(w.capacity), calls
     assert w.oldest() == 2001 and len(w) == 3095
-    w.check_invariants()
+    check_reactive(w)
 
 
 def test_bulk_evict_counts_entries_not_holes() -> None:
@@ -438,11 +449,11 @@ def test_bulk_evict_counts_entries_not_holes() -> None:
         w.remove(t)
     assert w.bulk_evict(10) == 8  # 0..10 minus 3, 5, 6
     assert w.oldest() == 11 and len(w) == 8
-    w.check_invariants()
+    check_reactive(w)
     assert w.bulk_evict(11) == 1 and w.oldest() == 13  # the hole at 12 is skipped
     assert w.bulk_evict(100) == 7 and len(w) == 0
     assert w.bulk_evict(100) == 0
-    w.check_invariants()
+    check_reactive(w)
 
 
 def test_bulk_insert_is_one_batched_update() -> None:
@@ -457,7 +468,7 @@ def test_bulk_insert_is_one_batched_update() -> None:
     early = [(t, "early") for t in range(-5, 9)]
     w.bulk_insert(early)
     assert len(w._fat.dirty_leaves()) == 14 + 5  # the older side moved (times 0..8)
-    w.check_invariants()
+    check_reactive(w)
     model = Model(concat())
     model.bulk_insert((t, t) for t in range(0, 1000, 2))
     model.bulk_insert(burst)
@@ -471,7 +482,7 @@ def test_bulk_insert_grows_in_one_rebuild() -> None:
     w.bulk_insert([(t, t) for t in range(1000, 0, -1)])
     assert w.capacity == 1024 and counter.calls == 999  # Algorithm 1 once: n - 1 calls
     assert w.query_since(995) == "995;996;997;998;999;1000;"
-    w.check_invariants()
+    check_reactive(w)
 
 
 def test_query_since_cost() -> None:
@@ -586,7 +597,7 @@ def run_differential(data: st.DataObject, name: str) -> None:
             assert calls <= update_bound(m, w.capacity)
             assert w.query_since(t) == model.query_since(t)
             assert counter.calls <= 2 * log2(w.capacity) + 1
-        w.check_invariants()  # with the batch still pending: it checks the clean nodes
+        check_reactive(w)  # with the batch still pending: it checks the clean nodes
         counter.reset()
         assert len(w) == len(model)
         if len(model):
@@ -598,9 +609,9 @@ def run_differential(data: st.DataObject, name: str) -> None:
             got = w.query()
             assert counter.calls <= 2 * log2(w.capacity) + 1
             assert got == model.query()
-            w.check_invariants()
+            check_reactive(w)
     assert w.query() == model.query()
-    w.check_invariants()
+    check_reactive(w)
     assert list(w.items()) == list(zip(model.times, model.values, strict=True))
 
 
@@ -648,7 +659,7 @@ def test_differential_bursts_and_sliding(data: st.DataObject) -> None:
                 w.remove(t)
                 i = model.times.index(t)
                 del model.times[i], model.values[i]
-        w.check_invariants()
+        check_reactive(w)
         assert w.query() == model.query()
         since = clock - data.draw(st.integers(0, 50))
         assert w.query_since(since) == model.query_since(since)
@@ -662,7 +673,7 @@ def test_check_invariants_detects_corruption() -> None:
             w.insert(t, v)
         w.remove(2)
         assert w.query() == "abdef"
-        w.check_invariants()
+        check_reactive(w)
         return w
 
     corruptions = [
@@ -677,10 +688,10 @@ def test_check_invariants_detects_corruption() -> None:
         w = fresh()
         corrupt(w)
         with pytest.raises(AssertionError, match="reactive invariant"):
-            w.check_invariants()
+            check_reactive(w)
     w = fresh()
     w._fat.set(1, "B")  # a leaf rewritten and marked dirty: only its ancestors are pending
     w._cache = NO_CACHE
-    w.check_invariants()
+    check_reactive(w)
     assert w.query() == "aBdef"
 

@@ -1,0 +1,53 @@
+"""Which fields of an event value a query reads, so that an engine can ship only those to
+the driver (Spark moves each value across the JVM/Python boundary: every column it leaves
+out is work saved)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from adapters.query.specs import OverWindow, PolicyWindow, Query
+
+
+class FieldsRead(NamedTuple):
+    """What the driver reads of each event value for one query."""
+
+    #: the fields read by name (aggregated fields, argmax's ``result``, a policy's ``field``)
+    names: frozenset[str]
+    #: whether it also needs the whole value (then every field must travel)
+    whole: bool
+
+
+def fields_read(query: Query) -> FieldsRead:
+    """What the driver reads of each event value to answer ``query``.
+
+    The whole value is needed when
+
+    * the query has an OVER window (its rows carry the event itself);
+    * a policy window has a custom measure or rule (it is given ``(time, value)``);
+    * an aggregation is custom (no ``fn``) or a whole-row ``argmin``/``argmax`` (no
+      ``result`` field): it aggregates the value itself.
+
+    The names are read in every case (an engine that drops fields it thinks unused, such as
+    the key or time columns, must still ship these).
+    """
+    names: set[str] = set()
+    whole = False
+    for w in query.windows:
+        if isinstance(w, OverWindow):
+            whole = True
+        elif isinstance(w, PolicyWindow):
+            if w.rule is not None or not isinstance(w.measure, str):
+                whole = True
+            if w.field is not None:
+                names.add(w.field)
+    for a in query.aggregations:
+        if a.fn is None or (a.fn in ("argmin", "argmax") and not a.other_fields):
+            whole = True
+        if a.field is not None:
+            names.add(a.field)
+        names.update(a.other_fields)
+    return FieldsRead(frozenset(names), whole)
+
+
+__all__ = ["FieldsRead", "fields_read"]
