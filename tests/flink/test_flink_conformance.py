@@ -3,24 +3,30 @@ one job for every streaming scenario (marker watermarks).
 
 * Batch (``RuntimeExecutionMode.BATCH``): every scenario whose result does not depend on the
   watermark steps nor on the arrival order of equal times (Flink's batch sort keeps none).
-* Streaming with marker watermarks: every scenario without bad input, exact rows and late
-  counts at each scenario's own watermark steps (including scenarios that stop without
-  ``"end"``), with parallelism 2.
+* Streaming with marker watermarks: every scenario, exact rows and late counts at each
+  scenario's own watermark steps (including scenarios that stop without ``"end"``), with
+  parallelism 2. The bad-input scenarios (``expect_error``) run in the same job: the
+  adapter's exception for their bad element is checked in the worker (class, key, field)
+  and the scenario goes on, and their rows must be the oracle's over the other events:
+  the refused element changed nothing, nothing else was lost.
 
-Bad input and Flink's own watermarks: ``test_flink_adapter.py``.
+A job failing on bad input, and Flink's own watermarks: ``test_flink_adapter.py``.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from tests.conformance.runner import assert_conforms, load, scenario_names
+from tests.conformance.oracle import expected
+from tests.conformance.runner import assert_conforms, compare, load, scenario_names
 from tests.flink.engine import arrival_order_free, batch_eligible, run_corpus
 
 ALL = scenario_names()
 GOOD = [n for n in ALL if not load(n).get("expect_error")]
+BAD = [n for n in ALL if load(n).get("expect_error")]
 BATCH = [n for n in GOOD if batch_eligible(load(n)) and arrival_order_free(load(n))]
 
 
@@ -28,6 +34,7 @@ def test_selection_is_meaningful() -> None:
     assert len(GOOD) >= 50
     assert len(BATCH) >= 25
     assert len(GOOD) - len(BATCH) >= 15  # what only streaming checks
+    assert len(BAD) >= 5
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +45,7 @@ def batch_runs(flink_env: Any) -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def stream_runs(flink_env: Any) -> dict[str, dict[str, Any]]:
     # Two operator instances: keys spread over two drivers, caches and state partitions.
-    return run_corpus(flink_env(streaming=True, parallelism=2), [load(n) for n in GOOD],
+    return run_corpus(flink_env(streaming=True, parallelism=2), [load(n) for n in ALL],
                       markers=True)
 
 
@@ -51,3 +58,33 @@ def test_batch(batch_runs: dict[str, dict[str, Any]], name: str) -> None:
 def test_streaming_marker_watermarks(stream_runs: dict[str, dict[str, Any]], name: str
                                      ) -> None:
     assert_conforms(lambda _: stream_runs[name], load(name))
+
+
+def without(scenario: dict[str, Any], refused: list[Any]) -> dict[str, Any]:
+    """``scenario`` without the events ``refused`` (``[key, time, value]``, once each;
+    matched by their JSON text, so that NaN matches NaN)."""
+    todo = [json.dumps(ev, sort_keys=True) for ev in refused]
+    steps = []
+    for step in scenario["steps"]:
+        if "events" in step:
+            kept = []
+            for ev in step["events"]:
+                text = json.dumps(list(ev), sort_keys=True)
+                if text in todo:
+                    todo.remove(text)
+                else:
+                    kept.append(ev)
+            step = dict(step, events=kept)
+        steps.append(step)
+    assert not todo, f"refused events not in the scenario: {todo}"
+    return dict(scenario, steps=steps, expect_error=None)
+
+
+@pytest.mark.parametrize("name", BAD)
+def test_streaming_bad_input(stream_runs: dict[str, dict[str, Any]], name: str) -> None:
+    run = stream_runs[name]
+    assert run["errors"], "the bad input was accepted"
+    assert [problem for _, problem in run["errors"] if problem] == []
+    rest = without(load(name), [event for event, _ in run["errors"]])
+    diff = compare(expected(rest), run)  # the oracle refuses input that is still bad
+    assert diff is None, diff

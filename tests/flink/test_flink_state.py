@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from adapters import MemoryKeyState, StateError, WindowDriver
-from flink_adapter.state import FlinkKeyState
+from flink_adapter.state import MISSING, FlinkKeyState, KeyCache
 
 
 class Value:
@@ -69,3 +69,42 @@ def test_an_empty_iteration_of_a_non_empty_map_raises() -> None:
     log.broken = True
     with pytest.raises(StateError, match="BATCH"):
         WindowDriver(QUERY).advance_watermark("k", "end", state)
+
+
+class CountingValue(Value):
+    reads = 0
+
+    def value(self) -> Any:
+        self.reads += 1
+        return super().value()
+
+
+def test_the_metadata_copy_follows_the_state_per_key() -> None:
+    meta = CountingValue()
+    state = FlinkKeyState(meta, Map())
+    state.key = "a"
+    assert state.get_meta() is None and meta.reads == 1
+    state.put_meta(b"1")
+    assert state.get_meta() == b"1" and meta.reads == 1  # served by the copy
+    state.key = "b"  # Flink scopes the state to the new key: a different value
+    meta.v = b"b-state"
+    assert state.get_meta() == b"b-state" and meta.reads == 2
+    state.key = "a"
+    meta.v = b"1"
+    assert state.get_meta() == b"1" and meta.reads == 2
+
+
+def test_the_copy_refills_from_the_state_past_its_bound() -> None:
+    cache = KeyCache(limit=2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    cache.put("b", 3)  # a known key never evicts
+    assert (cache.get("a"), cache.get("b")) == (1, 3)
+    cache.put("c", 4)
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (MISSING, MISSING, 4)
+
+
+def test_rebuilds_from_map_state_with_the_metadata_copy() -> None:
+    flink = FlinkKeyState(Value(), Map())
+    flink.key = "k"
+    assert _run(flink, True) == _run(MemoryKeyState(), False)
