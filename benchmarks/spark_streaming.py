@@ -290,7 +290,8 @@ def markdown(payload: dict[str, Any]) -> str:
         f"partitions (state store partitions), RocksDB state store; load average "
         f"{payload.get('load_average_at_start', '?')} when it started (a shared machine)._\n",
         f"{r0['events']:,} events, {r0['keys']} keys, event times over 10^4 s "
-        f"({r0['events'] / r0['keys'] / 1e4:g} events per second per key), in {r0['files']} Parquet files read {r0['files_per_trigger']} per "
+        f"({r0['events'] / r0['keys'] / 1e4:g} events per second per key), in "
+        f"{r0['files']} Parquet files read {r0['files_per_trigger']} per "
         f"micro-batch by both sides; watermark 10 s, R = 1 hour; (a) count + max of a long "
         f"column, (b) mean of a double column. Each cell runs both queries one after the "
         f"other to the end of the input (`availableNow`, append mode, Parquet sink); "

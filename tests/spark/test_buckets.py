@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import spark_adapter._buckets as buckets_module
 from adapters import MemoryStateBackend, StateError, WindowDriver
 from adapters.specs import Query
-import spark_adapter._buckets as buckets_module
 from spark_adapter._buckets import (
     Bucket,
     BucketBackend,
@@ -74,7 +74,7 @@ def test_blob_round_trip_and_clear_errors():
     assert back.keys[b'{"k":"a"}'] == KeyRecord(b"meta-a", 10, None)
     assert back.keys[b'{"k":null}'] == KeyRecord(None, None, -7)
     assert back.keys[b'{"k":"\xc3\xa9"}'].timer == 2**40
-    with pytest.raises(StateError, match="key_buckets=16.*key_buckets=8"):
+    with pytest.raises(StateError, match=r"key_buckets=16.*key_buckets=8"):
         decode_bucket(encode_bucket(b), 8)
     blob = encode_bucket(b)
     with pytest.raises(StateError, match="version 9"):
@@ -136,7 +136,7 @@ def _bucket_against_reference(steps: list[Any]) -> None:
         want = ref.process_batch(evs, ref_state, watermark=wm) if evs else None
         rows = list(want.rows) if want else []
         late = list(want.late) if want else []
-        due = [k for k in ref_state.keys()
+        due = [k for k in ref_state.keys()  # noqa: SIM118 (a method, not a dict)
                if want is None or k not in want.timers]
         if wm is not None:
             for k in due:
