@@ -90,13 +90,17 @@ def native(df: Any, slide: str, workload: str) -> Any:
                     F.col("window.end").alias("window_end"), *[a for a in _names(workload)]))
 
 
+#: ``sliding_aggregate``'s extra arguments (``--key-buckets`` sets ``key_buckets``)
+SWAG_OPTIONS: dict[str, Any] = {}
+
+
 def swag(df: Any, slide_ms: int, workload: str) -> Any:
     from spark_adapter import sliding, sliding_aggregate
 
     aggs = ({"n": {"fn": "count"}, "mx": {"fn": "max", "field": "v"}} if workload == "a"
             else {"mean": {"fn": "mean", "field": "x"}})
     return sliding_aggregate(df, key="key", time="ts", window=sliding(RANGE_MS, slide_ms),
-                             aggregations=aggs, watermark=WATERMARK)
+                             aggregations=aggs, watermark=WATERMARK, **SWAG_OPTIONS)
 
 
 def _names(workload: str) -> list[str]:
@@ -342,9 +346,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slides", default="1h,10m,1m,10s")
     parser.add_argument("--workloads", default="a,b")
     parser.add_argument("--sides", default="native,swag")
+    parser.add_argument("--key-buckets", default=None,
+                        help="sliding_aggregate's key_buckets (a number, or 'none')")
     parser.add_argument("--out", default=None,
                         help="store the results as benchmarks/results/<OUT>.json")
     args = parser.parse_args(argv)
+    if args.key_buckets is not None:
+        SWAG_OPTIONS["key_buckets"] = (None if args.key_buckets == "none"
+                                       else int(args.key_buckets))
     payload = measure(args.events, args.keys, max(1, args.events // args.files),
                       args.files_per_trigger, args.slides.split(","),
                       args.workloads.split(","), args.sides.split(","))

@@ -176,3 +176,51 @@ def test_few_round_trips_per_bucket_call():
     run_bucket(PLAN, drv, backend, evs, None)
     backend.flush()
     assert calls == ["get", "appendList", "update"]
+
+
+# ----------------------------------------------------------------------------- with Spark
+def _query_on(spark: Any, src: str, ckpt: str, out: str, key_buckets: Any) -> Any:
+    from spark_adapter import sliding, sliding_aggregate
+
+    df = spark.readStream.schema("key string, ts timestamp, v long").json(src)
+    res = sliding_aggregate(df, key="key", time="ts", window=sliding("10 minutes", "5 minutes"),
+                            aggregations={"mx": {"fn": "max", "field": "v"}},
+                            watermark="0 seconds", key_buckets=key_buckets)
+    return (res.writeStream.format("parquet").option("path", out)
+            .option("checkpointLocation", ckpt).outputMode("append")
+            .trigger(availableNow=True).start())
+
+
+def _write(src: str, name: str, rows: list[tuple[str, str, int]]) -> None:
+    import json
+    import os
+
+    os.makedirs(src, exist_ok=True)
+    with open(os.path.join(src, name), "w") as f:
+        for k, ts, v in rows:
+            f.write(json.dumps({"key": k, "ts": ts, "v": v}) + "\n")
+
+
+@pytest.mark.parametrize("first, then, error", [
+    # layout 1 -> 2: Spark's state schema check names the grouping columns of both
+    (None, 16, r"(?s)STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE.*swag_k.*swag_b"),
+    (16, 8, r"key_buckets=16.*key_buckets=8"),  # another bucket count: our StateError
+])
+def test_a_checkpoint_of_another_layout_fails_clearly(spark, tmp_path, first, then, error):
+    """A restart that would read the checkpoint's state in another layout fails the query
+    (no row computed from misread state); ``then`` = ``first`` resumes."""
+    src, ckpt, out = str(tmp_path / "in"), str(tmp_path / "ckpt"), str(tmp_path / "out")
+    _write(src, "a.json", [("a", "2024-01-01 00:01:00", 1), ("b", "2024-01-01 00:02:00", 2)])
+    q = _query_on(spark, src, ckpt, out, first)
+    q.awaitTermination()
+    assert q.exception() is None
+    _write(src, "b.json", [("a", "2024-01-01 00:31:00", 3), ("b", "2024-01-01 00:32:00", 4)])
+    with pytest.raises(Exception, match=error):
+        q = _query_on(spark, src, ckpt, out, then)
+        q.awaitTermination()
+    q = _query_on(spark, src, ckpt, out, first)
+    q.awaitTermination()
+    assert q.exception() is None
+    rows = {(r["key"], r["window_start"].minute, r["mx"])
+            for r in spark.read.parquet(out).collect()}
+    assert rows == {("a", 55, 1), ("a", 0, 1), ("b", 55, 2), ("b", 0, 2)}
