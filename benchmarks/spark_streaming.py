@@ -307,9 +307,11 @@ def markdown(payload: dict[str, Any]) -> str:
     ]
     before = load("spark_streaming_before")
     if before is not None and before.get("results"):
-        lines.append(f"Before issue 14 (same benchmark, commit "
+        lines.append(f"Layout 1 (one key per Python call, `key_buckets=None`: the streaming "
+                     f"path before issue 14), same benchmark in a separate run (commit "
                      f"{before['machine'].get('commit', '?')}, "
-                     f"{before['results'][0]['events']:,} events):\n")
+                     f"{before['results'][0]['events']:,} events, load average "
+                     f"{before.get('load_average_at_start', '?')} at its start):\n")
         lines.append(table(before["results"]))
     lines += _goals(results)
     return "\n".join(lines) + "\n"
