@@ -10,6 +10,7 @@ rest. See ``docs/spark.md``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Observation
@@ -37,6 +38,7 @@ from adapters.query.windows import (
 )
 
 from . import _types as T
+from ._buckets import BUCKET_IN, make_bucket_processor
 from ._presliced import SlicePlan, slice_plan
 from ._runtime import (
     AGGS_OUT,
@@ -62,6 +64,8 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 #: ``observedMetrics``): ``late_events`` and ``rows`` of each micro-batch.
 METRIC = "swag"
 LATE_ROWS = ("drop", "return", "include")
+#: Default number of key buckets of a streaming query (see ``key_buckets``).
+KEY_BUCKETS = 16
 
 
 class SparkConfigError(RuntimeError):
@@ -288,6 +292,7 @@ def sliding_aggregate(
     max_cached_keys: int | None = 100_000,
     presliced: bool | None = None,
     nulls: str = "skip",
+    key_buckets: int | None = KEY_BUCKETS,
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
     """Exact window aggregates per key, on a streaming or a batch DataFrame.
 
@@ -336,6 +341,11 @@ def sliding_aggregate(
             ``count`` of a field counts the other values. ``"error"``: a null or NaN value
             is bad input (``BadEventError`` naming the key and field). Custom aggregations
             get every value as it is (``docs/adapters.md``, "Missing values").
+        key_buckets: streaming only: the keys are hashed into this many buckets and the
+            Python side handles a bucket's keys in one call, with one state blob and one
+            timer per bucket (state layout version 2, ``docs/spark.md``, "State"); part of
+            the checkpoint (a restart must keep it). ``None``: one call, state and timer per
+            key (layout version 1: for checkpoints written before layout 2).
 
     Returns:
         One window spec: for sliding, tumbling, count and policy windows the columns
@@ -348,6 +358,33 @@ def sliding_aggregate(
     Streaming queries must be written in ``append`` output mode and need the RocksDB state
     store provider; restarts from the checkpoint resume exactly.
     """
+    columns, key_names, time_type = _check_arguments(
+        df, key, time, aggregations, watermark, late_rows, order_by)
+    if key_buckets is not None and (type(key_buckets) is not int or key_buckets < 1):
+        raise ValueError(f"key_buckets must be a positive int or None, got {key_buckets!r}")
+    single = not isinstance(window, (list, tuple))
+    specs = [normalize_window(s, f"window[{i}]")
+             for i, s in enumerate([window] if single else list(window))]
+    query = Query.build(specs, dict(aggregations), duration_ms(allowed_lateness,
+                                                               "allowed_lateness"),
+                        None if algorithm in (None, "auto") else algorithm, nulls)
+    call = _plan_call(df, query, columns, key_names, time, time_type, aggregations,
+                      output_types, late_rows, order_by, max_cached_keys, presliced)
+    single = single and late_rows != "include"
+    _check_output_names(call, columns, key_names, single)
+    wide = _run(df, call, time, time_type, watermark, order_by, key_buckets)
+    if isinstance(metric, Observation) or (metric is not None and df.isStreaming):
+        wide = wide.observe(metric,
+                            F.count(F.when(F.col("_swag_w") == LATE, 1)).alias("late_events"),
+                            F.count(F.when(F.col("_swag_w") >= 0, 1)).alias("rows"))
+    return _results(wide, call, columns, key_names, time, time_type, late_rows, single)
+
+
+def _check_arguments(df: DataFrame, key: str | Sequence[str], time: str,
+                     aggregations: Any, watermark: str | None, late_rows: str,
+                     order_by: str | None
+                     ) -> tuple[dict[str, DataType], tuple[str, ...], DataType]:
+    """Validates the call's column arguments; ``(columns, key names, time type)``."""
     if late_rows not in LATE_ROWS:
         raise ValueError(f"late_rows must be one of {LATE_ROWS}, got {late_rows!r}")
     if watermark is not None and not df.isStreaming:
@@ -372,14 +409,27 @@ def sliding_aggregate(
         raise T.SparkTypeError(f"order_by column {order_by!r} has type "
                                f"{columns[order_by].simpleString()}, which has no order; give "
                                f"a column of a scalar type (e.g. a sequence number)")
+    return columns, key_names, time_type
 
-    single = not isinstance(window, (list, tuple))
-    specs = [window] if single else list(window)
-    specs = [normalize_window(s, f"window[{i}]") for i, s in enumerate(specs)]
-    lateness = duration_ms(allowed_lateness, "allowed_lateness")
-    query = Query.build(specs, dict(aggregations), lateness,
-                        None if algorithm in (None, "auto") else algorithm, nulls)
 
+@dataclass
+class _Call:
+    """What :func:`sliding_aggregate` derived from its arguments."""
+
+    plan: Plan
+    event_names: list[str]
+    agg_types: dict[str, DataType]
+    value_json: StructType
+    agg_json: StructType
+    time_col: Column
+
+
+def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
+               key_names: tuple[str, ...], time: str, time_type: DataType,
+               aggregations: Mapping[str, Any], output_types: Mapping[str, Any] | None,
+               late_rows: str, order_by: str | None, max_cached_keys: int | None,
+               presliced: bool | None) -> _Call:
+    """The workers' :class:`Plan`: which columns travel how, the output types, slicing."""
     event_names, value_names = _value_columns(query, columns, key_names, time, late_rows)
     value_types = {c: columns[c] for c in value_names}
     out_types = dict(output_types or {})
@@ -401,17 +451,6 @@ def sliding_aggregate(
                              for c in json_values])
     agg_json = StructType([StructField(n, T.json_type(agg_types[n], n, output=True), True)
                            for n in json_aggs])
-
-    if late_rows == "include":
-        single = False
-    is_over = single and isinstance(query.windows[0], OverWindow)
-    taken = set(columns) if (is_over or not single) else set(key_names)
-    taken |= {"window_start", "window_end"} | ({"window", "late"} if not single else set())
-    for name in agg_types:
-        if name in taken:
-            raise ValueError(f"aggregation output {name!r} clashes with an output column of "
-                             f"the same name; rename it")
-
     time_col, time_is_string = _time_ms(F.col(time), time_type, time)
     slices = _slices(presliced, query, value_types, typed, time_is_string)
     plan = Plan(query=query, key_names=key_names,
@@ -419,42 +458,74 @@ def sliding_aggregate(
                 value_fixer=T.json_fixer(value_json), agg_encoders=encoders,
                 json_values=json_values, json_aggs=json_aggs, has_order=order_by is not None,
                 typed=typed, max_cached_keys=max_cached_keys, slices=slices)
+    return _Call(plan, event_names, agg_types, value_json, agg_json, time_col)
 
-    source = df
-    if df.isStreaming:
-        _check_streaming_conf(df)
-        if watermark is None and not _has_watermark(df):
+
+def _check_output_names(call: _Call, columns: Mapping[str, DataType],
+                        key_names: Sequence[str], single: bool) -> None:
+    """An aggregation's output name must not clash with another output column."""
+    is_over = single and isinstance(call.plan.query.windows[0], OverWindow)
+    taken = set(columns) if (is_over or not single) else set(key_names)
+    taken |= {"window_start", "window_end"} | ({"window", "late"} if not single else set())
+    for name in call.agg_types:
+        if name in taken:
+            raise ValueError(f"aggregation output {name!r} clashes with an output column of "
+                             f"the same name; rename it")
+
+
+def _watermarked(df: DataFrame, time: str, time_type: DataType,
+                 watermark: str | None) -> DataFrame:
+    """Streaming: ``df`` with the session checked and the watermark defined."""
+    _check_streaming_conf(df)
+    if watermark is None:
+        if not _has_watermark(df):
             raise SparkConfigError(
                 "a streaming sliding_aggregate needs a watermark: pass watermark='<delay>' "
                 "(e.g. '30 minutes') or call df.withWatermark(...) before")
-        if watermark is not None:
-            if isinstance(time_type, TimestampType):
-                source = df.withWatermark(time, watermark)
-            elif isinstance(time_type, T.INTEGRAL):
-                source = df.withColumn("_swag_wm", F.timestamp_millis(F.col(time))) \
-                    .withWatermark("_swag_wm", watermark)
-            else:
-                raise T.SparkTypeError(f"watermark: Spark needs a timestamp (or epoch-ms) "
-                                       f"time column; {time!r} is a string column")
-    prepared_cols, group_cols = _input_columns(plan, columns, time_col, order_by)
+        return df
+    if isinstance(time_type, TimestampType):
+        return df.withWatermark(time, watermark)
+    if isinstance(time_type, T.INTEGRAL):
+        return df.withColumn("_swag_wm", F.timestamp_millis(F.col(time))) \
+            .withWatermark("_swag_wm", watermark)
+    raise T.SparkTypeError(f"watermark: Spark needs a timestamp (or epoch-ms) "
+                           f"time column; {time!r} is a string column")
+
+
+def _run(df: DataFrame, call: _Call, time: str, time_type: DataType, watermark: str | None,
+         order_by: str | None, key_buckets: int | None) -> DataFrame:
+    """The Python side's wide output (one row per window row, per-event row or late
+    event): ``transformWithStateInPandas`` in streaming, ``applyInArrow`` in batch."""
+    plan = call.plan
+    columns = _columns(df)
+    source = _watermarked(df, time, time_type, watermark) if df.isStreaming else df
+    prepared_cols, group_cols = _input_columns(plan, columns, call.time_col, order_by)
     prepared = source.select(*prepared_cols)
-    if slices is not None:
-        prepared = slices.frame(prepared, group_cols, order_by is not None)
+    if df.isStreaming and key_buckets is not None:
+        # the bucket of a key: a hash of its JSON text, the key's identity in the state
+        prepared = prepared.withColumn(
+            BUCKET_IN, F.pmod(F.hash(F.col(KEY_IN)), F.lit(key_buckets)))
+        group_cols = [BUCKET_IN]
+    if plan.slices is not None:
+        prepared = plan.slices.frame(prepared, group_cols, order_by is not None)
     grouped = prepared.groupBy(*group_cols)
-    if df.isStreaming:
-        wide = grouped.transformWithStateInPandas(
-            statefulProcessor=make_processor(plan), outputStructType=WIDE_SCHEMA,
-            outputMode="Append", timeMode="EventTime")
-    else:
-        wide = grouped.applyInArrow(make_batch_function(plan), batch_schema(plan))
+    if not df.isStreaming:
+        return grouped.applyInArrow(make_batch_function(plan), batch_schema(plan))
+    processor = (make_processor(plan) if key_buckets is None
+                 else make_bucket_processor(plan, key_buckets))
+    return grouped.transformWithStateInPandas(
+        statefulProcessor=processor, outputStructType=WIDE_SCHEMA,
+        outputMode="Append", timeMode="EventTime")
 
-    metric_cols = [F.count(F.when(F.col("_swag_w") == LATE, 1)).alias("late_events"),
-                   F.count(F.when(F.col("_swag_w") >= 0, 1)).alias("rows")]
-    if isinstance(metric, Observation) or (metric is not None and df.isStreaming):
-        wide = wide.observe(metric, *metric_cols)
 
+def _results(wide: DataFrame, call: _Call, columns: Mapping[str, DataType],
+             key_names: tuple[str, ...], time: str, time_type: DataType, late_rows: str,
+             single: bool) -> DataFrame | tuple[DataFrame, DataFrame]:
+    """The user's DataFrame(s) from the wide output (see :func:`sliding_aggregate`)."""
+    plan = call.plan
     parsed, key_cols, value_cols, agg_cols = _output_columns(
-        wide, plan, columns, event_names, agg_types, value_json, agg_json)
+        wide, plan, columns, call.event_names, call.agg_types, call.value_json,
+        call.agg_json)
     time_out = _restore_time(F.col("_swag_time"), time_type).alias(time)
     start_col = _restore_time(F.col("_swag_start"), time_type).alias("window_start")
     end_col = _restore_time(F.col("_swag_end"), time_type).alias("window_end")
@@ -464,7 +535,7 @@ def sliding_aggregate(
             start_col, end_col, time_out, *value_cols.values(), *agg_cols,
             (F.col("_swag_w") == LATE).alias("late"))
     rows = parsed.where(F.col("_swag_w") >= 0)
-    if single and is_over:
+    if single and isinstance(plan.query.windows[0], OverWindow):
         ordered = []
         for c in columns:
             if c in key_names:

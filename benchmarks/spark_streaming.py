@@ -1,0 +1,370 @@
+"""Spark Structured Streaming: ``spark_adapter.sliding_aggregate`` against Spark's own
+streaming ``groupBy(key, window(ts, R, S)).agg(...)``, same file source, same triggers,
+rows compared.
+
+Data: ``events`` events over ``keys`` keys, their times spread evenly over 10^4 s (one event
+per second per key at 10^6 events and 100 keys) plus a jitter below 2 s, so events
+arrive slightly out of order but none is late under the 10-second watermark), a random key
+each, a long column ``v`` and a double column ``x``. They are written in time order as
+Parquet files of ``per_file`` events; both sides read them with ``maxFilesPerTrigger =
+files_per_trigger`` (the same micro-batches), watermark 10 seconds, ``availableNow``
+trigger, append mode, into a Parquet file sink. R = 1 hour and S = 1 h, 10 min, 1 min,
+10 s (k = R/S = 1, 6, 60, 360). Workloads: (a) ``count`` and ``max`` of ``v``; (b)
+``mean`` of ``x``. The timed part is the whole query (start to termination, including
+Spark's planning and the Python workers' start-up: what a user waits for); both sides
+alternate per cell. The two outputs are then read back and compared row by row (keys,
+window bounds, counts and maxima equal; means within 1e-9 relative: Spark's ``avg`` sums
+doubles left to right while swag's mean is exactly rounded).
+
+Run: ``.venvs/spark/bin/python -m benchmarks spark_streaming`` (``--quick``: 10^5 events),
+or ``.venvs/spark/bin/python -m benchmarks.spark_streaming [--events N] [--slides 1h,1m]
+[--workloads a,b] [--sides swag,native] [--out NAME]``. Stores
+``benchmarks/results/spark_streaming.json`` and ``docs/img/spark_streaming.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any
+
+from benchmarks.spark_windows import cpu_used, process_tree_cpu
+
+SLIDES = [("1h", 3_600_000), ("10m", 600_000), ("1m", 60_000), ("10s", 10_000)]
+SLIDE_TEXT = {"1h": "1 hour", "10m": "10 minutes", "1m": "1 minute", "10s": "10 seconds"}
+RANGE_MS = 3_600_000
+START_MS = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
+WATERMARK = "10 seconds"
+JITTER_MS = 2_000
+#: Event times span 10^4 s (2.8 hours): one event per second per key at 10^6 events and
+#: 100 keys; fewer events are sparser, so every run closes windows of every slide.
+SPAN_MS = 10_000_000
+WORKLOADS = {"a": "count + max of a long column", "b": "mean of a double column"}
+
+
+def write_files(directory: str, events: int, keys: int, per_file: int, seed: int = 7) -> int:
+    """The input as Parquet files of ``per_file`` events in time order; returns the number
+    of files. Each file gets a later modification time than the one before (the file source
+    takes files in that order)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    base = START_MS + (np.arange(events) * SPAN_MS) // events
+    t = base + rng.integers(0, JITTER_MS, size=events)
+    pdf = pd.DataFrame({
+        "key": pd.Series(rng.integers(0, keys, size=events)).map(lambda k: f"k{k:03d}"),
+        "ts": pd.to_datetime(t, unit="ms", utc=True),
+        "v": rng.integers(0, 1_000_000, size=events),
+        "x": rng.random(events) * 1000.0,
+    })
+    os.makedirs(directory, exist_ok=True)
+    n = 0
+    now = time.time() - 10_000
+    for n, lo in enumerate(range(0, events, per_file)):
+        path = os.path.join(directory, f"part-{n:05d}.parquet")
+        pdf.iloc[lo:lo + per_file].to_parquet(path, index=False, coerce_timestamps="us",
+                                                allow_truncated_timestamps=True)
+        os.utime(path, (now + n, now + n))
+    return n + 1
+
+
+def source(spark: Any, directory: str, files_per_trigger: int) -> Any:
+    return (spark.readStream.schema("key string, ts timestamp, v long, x double")
+            .option("maxFilesPerTrigger", files_per_trigger).parquet(directory))
+
+
+def native(df: Any, slide: str, workload: str) -> Any:
+    from pyspark.sql import functions as F
+
+    aggs = ([F.count("*").alias("n"), F.max("v").alias("mx")] if workload == "a"
+            else [F.avg("x").alias("mean")])
+    return (df.withWatermark("ts", WATERMARK)
+            .groupBy("key", F.window("ts", "1 hour", SLIDE_TEXT[slide])).agg(*aggs)
+            .select("key", F.col("window.start").alias("window_start"),
+                    F.col("window.end").alias("window_end"), *[a for a in _names(workload)]))
+
+
+#: ``sliding_aggregate``'s extra arguments (``--key-buckets`` sets ``key_buckets``)
+SWAG_OPTIONS: dict[str, Any] = {}
+
+
+def swag(df: Any, slide_ms: int, workload: str) -> Any:
+    from spark_adapter import sliding, sliding_aggregate
+
+    aggs = ({"n": {"fn": "count"}, "mx": {"fn": "max", "field": "v"}} if workload == "a"
+            else {"mean": {"fn": "mean", "field": "x"}})
+    return sliding_aggregate(df, key="key", time="ts", window=sliding(RANGE_MS, slide_ms),
+                             aggregations=aggs, watermark=WATERMARK, **SWAG_OPTIONS)
+
+
+def _names(workload: str) -> list[str]:
+    return ["n", "mx"] if workload == "a" else ["mean"]
+
+
+def timed_query(result: Any, out: str, checkpoint: str) -> tuple[float, tuple[float, float]
+                                                                   | None, int]:
+    """Run a streaming query to the end of its input (``availableNow``) into a Parquet sink;
+    wall seconds, (JVM, Python) CPU seconds, and the number of micro-batches."""
+    spark = result.sparkSession
+    jvm = spark.sparkContext._gateway.proc.pid
+    cpu0 = process_tree_cpu(jvm)
+    start = time.perf_counter()
+    q = (result.writeStream.format("parquet").option("path", out)
+         .option("checkpointLocation", checkpoint).outputMode("append")
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    wall = time.perf_counter() - start
+    cpu1 = process_tree_cpu(jvm)
+    batches = len(q.recentProgress)
+    if q.exception() is not None:
+        raise RuntimeError(f"query failed: {q.exception()}")
+    cpu = None if cpu0 is None or cpu1 is None else cpu_used(cpu0, cpu1, jvm)
+    return wall, cpu, batches
+
+
+def compare(spark: Any, a: str, b: str, workload: str) -> tuple[bool, int, int]:
+    """Whether the two outputs have the same rows; and each one's row count."""
+    import numpy as np
+
+    cols = ["key", "window_start", "window_end", *_names(workload)]
+    pa = spark.read.parquet(a).select(*cols).toPandas()
+    pb = spark.read.parquet(b).select(*cols).toPandas()
+    order = ["key", "window_start"]
+    pa = pa.sort_values(order).reset_index(drop=True)
+    pb = pb.sort_values(order).reset_index(drop=True)
+    if len(pa) != len(pb) or len(pa) == 0:
+        return False, len(pa), len(pb)
+    exact = ["key", "window_start", "window_end"] + (["n", "mx"] if workload == "a" else [])
+    ok = all((pa[c].to_numpy() == pb[c].to_numpy()).all() for c in exact)
+    if workload == "b":
+        ok = ok and bool(np.allclose(pa["mean"].to_numpy(float), pb["mean"].to_numpy(float),
+                                     rtol=1e-9, atol=0.0))
+    return ok, len(pa), len(pb)
+
+
+def measure(events: int, keys: int, per_file: int, files_per_trigger: int,
+            slides: list[str], workloads: list[str], sides: list[str]) -> dict[str, Any]:
+    from spark_adapter import local_session
+
+    # a loaded machine can keep a new Python worker from connecting back within the
+    # default 15 s, which fails the query
+    spark = local_session("swag-stream-bench", cores=2, shuffle_partitions=4,
+                          conf={"spark.driver.memory": "4g",
+                                "spark.python.authenticate.socketTimeout": "120s"})
+    load = os.getloadavg()[0]
+    tmp = tempfile.mkdtemp(prefix="swag-stream-bench-")
+    data = os.path.join(tmp, "in")
+    files = write_files(data, events, keys, per_file)
+    _warm_up(spark, tmp, keys)
+    results = []
+    for workload in workloads:
+        for slide, slide_ms in SLIDES:
+            if slide not in slides:
+                continue
+            r: dict[str, Any] = {"workload": workload, "slide": slide,
+                                 "k": RANGE_MS // slide_ms, "events": events, "keys": keys,
+                                 "files": files, "files_per_trigger": files_per_trigger}
+            outs = {}
+            for side in sides:  # alternate: native then swag in each cell
+                out = os.path.join(tmp, f"{side}_{workload}_{slide}")
+                query = (native(source(spark, data, files_per_trigger), slide, workload)
+                         if side == "native" else
+                         swag(source(spark, data, files_per_trigger), slide_ms, workload))
+                wall, cpu, batches = timed_query(query, out, out + "_ckpt")
+                outs[side] = out
+                r[f"{side}_s"] = round(wall, 2)
+                r[f"{side}_eps"] = round(events / wall)
+                r[f"{side}_batches"] = batches
+                if cpu is not None:
+                    r[f"{side}_cpu_jvm_s"], r[f"{side}_cpu_python_s"] = (round(x, 2)
+                                                                           for x in cpu)
+            if len(outs) == 2:
+                ok, na, ns = compare(spark, outs["native"], outs["swag"], workload)
+                r.update(same_results=ok, windows=ns, native_windows=na,
+                         speedup=round(r["native_s"] / r["swag_s"], 2))
+            r["load_average"] = round(os.getloadavg()[0], 2)
+            results.append(r)
+            print(json.dumps(r), flush=True)
+    version = spark.version
+    spark.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+    return {"spark": version, "load_average_at_start": round(load, 2), "results": results}
+
+
+def _warm_up(spark: Any, tmp: str, keys: int) -> None:
+    """Both sides once on a small input (JVM JIT, Python workers), not timed."""
+    data = os.path.join(tmp, "warm")
+    write_files(data, 20_000, keys, 5_000, seed=1)
+    for side in ("native", "swag"):
+        out = os.path.join(tmp, f"warm_{side}")
+        q = (native(source(spark, data, 2), "10m", "a") if side == "native"
+             else swag(source(spark, data, 2), 600_000, "a"))
+        timed_query(q, out, out + "_ckpt")
+
+
+def plot(results: list[dict[str, Any]], path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), dpi=110, sharey=True)
+    for ax, workload in zip(axes, ("a", "b")):
+        rs = [r for r in results if r["workload"] == workload and "speedup" in r]
+        if not rs:
+            continue
+        ks = [r["k"] for r in rs]
+        ax.plot(ks, [r["native_eps"] for r in rs], "o-",
+                label="Spark streaming groupBy(window(ts, R, S))")
+        ax.plot(ks, [r["swag_eps"] for r in rs], "s-", label="swag sliding_aggregate")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xticks(ks)
+        ax.set_xticklabels([f"{r['k']}\n(S={r['slide']})" for r in rs])
+        ax.set_xlabel("windows per event k = R/S (R = 1 hour)")
+        ax.set_title(f"({workload}) {WORKLOADS[workload]}")
+        ax.grid(alpha=0.3, which="both")
+    axes[0].set_ylabel("events / s (whole query, wall)")
+    axes[0].legend(fontsize=8)
+    if results:
+        fig.suptitle(f"Spark Structured Streaming, {results[0]['events']:,} events, "
+                     f"{results[0]['keys']} keys, local[2]")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def run(quick: bool = False) -> None:
+    """Entry point of ``python -m benchmarks spark_streaming``."""
+
+    events = 100_000 if quick else 1_000_000
+    payload = measure(events, 100, events // 100, 5, [s for s, _ in SLIDES], ["a", "b"],
+                      ["native", "swag"])
+    _store(payload, "spark_streaming")
+
+
+def _store(payload: dict[str, Any], name: str) -> None:
+    from benchmarks import common
+
+    common.save(name, payload, clock="wall (time.perf_counter) of the whole streaming query, "
+                                     "plus JVM and Python-worker CPU from /proc")
+    if name == "spark_streaming" and payload["results"]:
+        common.IMAGES.mkdir(parents=True, exist_ok=True)
+        plot(payload["results"], str(common.IMAGES / "spark_streaming.png"))
+    print(table(payload["results"]))
+
+
+def _cpu(r: dict[str, Any], side: str) -> str:
+    jvm, py = r.get(f"{side}_cpu_jvm_s"), r.get(f"{side}_cpu_python_s")
+    if jvm is None:
+        return "?"
+    return f"{jvm:.1f} + {py:.1f}" if py >= 0.05 else f"{jvm:.1f}"
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    from benchmarks import report
+
+    return report.table(
+        ["workload", "S", "k", "windows", "native (events/s)", "swag (events/s)",
+         "swag / native", "CPU s native", "CPU s swag (JVM + Python)", "same rows"],
+        [[r["workload"], r["slide"], r["k"], f"{r.get('windows', 0):,}",
+          f"{r.get('native_eps', 0):,}", f"{r.get('swag_eps', 0):,}",
+          f"{r.get('speedup', '?')}x", _cpu(r, "native"), _cpu(r, "swag"),
+          "yes" if r.get("same_results") else "NO"] for r in results])
+
+
+def markdown(payload: dict[str, Any]) -> str:
+    """The ``docs/benchmarks.md`` section (called by ``benchmarks/report.py``)."""
+    from benchmarks.common import load
+    from benchmarks.report import machine_line
+
+    results = payload["results"]
+    if not results:
+        return ""
+    r0 = results[0]
+    lines = [
+        "## Spark Structured Streaming: swag vs streaming `groupBy(window(ts, R, S))` "
+        "(issue 14)\n",
+        machine_line(payload) + f"_PySpark {payload.get('spark', '?')}, local[2], 4 shuffle "
+        f"partitions (state store partitions), RocksDB state store; load average "
+        f"{payload.get('load_average_at_start', '?')} when it started (a shared machine)._\n",
+        f"{r0['events']:,} events, {r0['keys']} keys, event times over 10^4 s "
+        f"({r0['events'] / r0['keys'] / 1e4:g} events per second per key), in "
+        f"{r0['files']} Parquet files read {r0['files_per_trigger']} per "
+        f"micro-batch by both sides; watermark 10 s, R = 1 hour; (a) count + max of a long "
+        f"column, (b) mean of a double column. Each cell runs both queries one after the "
+        f"other to the end of the input (`availableNow`, append mode, Parquet sink); "
+        f"events/s are from the wall time of the whole query, the CPU columns are the JVM's "
+        f"and the Python workers' CPU seconds. Rows are compared after each cell. Run: "
+        f"`.venvs/spark/bin/python -m benchmarks spark_streaming`.\n",
+        table(results),
+        "![Spark streaming](img/spark_streaming.png)\n",
+    ]
+    before = load("spark_streaming_before")
+    if before is not None and before.get("results"):
+        lines.append(f"Layout 1 (one key per Python call, `key_buckets=None`: the streaming "
+                     f"path before issue 14), same benchmark in a separate run (commit "
+                     f"{before['machine'].get('commit', '?')}, "
+                     f"{before['results'][0]['events']:,} events, load average "
+                     f"{before.get('load_average_at_start', '?')} at its start):\n")
+        lines.append(table(before["results"]))
+    lines += _goals(results)
+    return "\n".join(lines) + "\n"
+
+
+def _goals(results: list[dict[str, Any]]) -> list[str]:
+    from benchmarks.report import goal
+
+    out = []
+    for workload in ("a", "b"):
+        by_k = {r["k"]: r for r in results if r["workload"] == workload and "speedup" in r}
+        if not by_k:
+            continue
+        worst = min(r["speedup"] for r in by_k.values())
+        out.append(goal(f"({workload}) at least 1x native at every slide", worst >= 1,
+                        f"lowest {worst}x"))
+        for k, want in ((60, 5), (360, 20)):
+            if k in by_k:
+                out.append(goal(f"({workload}) at least {want}x native at k = {k}",
+                                by_k[k]["speedup"] >= want, f"{by_k[k]['speedup']}x"))
+        if 1 in by_k and 360 in by_k:
+            a, b = by_k[1]["swag_eps"], by_k[360]["swag_eps"]
+            out.append(goal(f"({workload}) swag at k = 360 at least half its k = 1 events/s",
+                            b >= a / 2, f"{b:,} vs {a:,} events/s"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=100)
+    parser.add_argument("--files", type=int, default=100, help="number of input files")
+    parser.add_argument("--files-per-trigger", type=int, default=5)
+    parser.add_argument("--slides", default="1h,10m,1m,10s")
+    parser.add_argument("--workloads", default="a,b")
+    parser.add_argument("--sides", default="native,swag")
+    parser.add_argument("--key-buckets", default=None,
+                        help="sliding_aggregate's key_buckets (a number, or 'none')")
+    parser.add_argument("--out", default=None,
+                        help="store the results as benchmarks/results/<OUT>.json")
+    args = parser.parse_args(argv)
+    if args.key_buckets is not None:
+        SWAG_OPTIONS["key_buckets"] = (None if args.key_buckets == "none"
+                                       else int(args.key_buckets))
+    payload = measure(args.events, args.keys, max(1, args.events // args.files),
+                      args.files_per_trigger, args.slides.split(","),
+                      args.workloads.split(","), args.sides.split(","))
+    if args.out:
+        _store(payload, args.out)
+    else:
+        print(table(payload["results"]))
+    return 0 if all(r.get("same_results", True) for r in payload["results"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

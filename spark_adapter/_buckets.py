@@ -1,0 +1,381 @@
+"""Streaming with many keys per Python call: the stateful grouping key is a *bucket*
+(``pmod(hash(key columns), buckets)``, column ``swag_b``) and the real keys travel inside
+its rows (``swag_k``, JSON text). One ``handleInputRows`` call hands the driver every key of
+its bucket that has events in the micro-batch (:meth:`adapters.WindowDriver.process_batch`)
+and advances the bucket's other due keys (:meth:`~adapters.WindowDriver.advance_keys`);
+one event-time timer per bucket (the earliest of its keys' timers).
+
+Why: every state or timer call of a ``transformWithStateInPandas`` processor is a socket
+round trip to the JVM (measured 3-9 ms each on the 2 shared cores of the benchmark
+machine, ``docs/spark.md``), and the one-key-per-call layout makes about seven per key and
+micro-batch (meta read and write, log append, list/delete/register timer), which dominated
+the streaming time. Here a bucket's call makes about five whatever its number of keys.
+
+State of a bucket (layout version 2; the per-key layout of :class:`SparkKeyState` is
+version 1, used with ``key_buckets=None``):
+
+* ``swag_bmeta`` (``ValueState``, ``m binary``): one blob, :func:`encode_bucket` (header
+  ``b"SWGB"``, version, bucket count, registered timer; per key its id (the key's JSON
+  text), the driver's metadata bytes, its timer, and its log trim bound);
+* ``swag_blog`` (``ListState``, ``k binary, seg binary``): per key and call that accepted
+  events one element: the key id and the entry as a one-entry segment of the version-1
+  segment format (:func:`spark_adapter._runtime.encode_segment`, unchanged). Removing a
+  key's old entries only raises its trim bound (entries older than it are skipped when
+  read); the list is rewritten without them once dead elements outnumber live ones, so
+  the rewrite costs O(1) amortized per event.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapters import Output, StateError, WindowDriver
+from adapters.state import LogEntry
+
+from ._runtime import (
+    KEY_IN,
+    ORDER_IN,
+    TIME_IN,
+    VALUE_IN,
+    Plan,
+    _order_key,
+    _time_value,
+    decode_key,
+    decode_segment,
+    driver_for,
+    encode_segment,
+    json_values,
+    pandas_frame,
+    segment_range,
+    wide_columns,
+)
+
+BUCKET_IN = "swag_b"
+BMETA_STATE, BLOG_STATE = "swag_bmeta", "swag_blog"
+BMETA_SCHEMA, BLOG_SCHEMA = "m binary", "k binary, seg binary"
+BUCKET_VERSION = 2
+_MAGIC = b"SWGB"
+_HEAD = struct.Struct(">4sBIqII")  # magic, version, buckets, timer, live, dead
+_KEY = struct.Struct(">IIqq")  # id length, meta length, timer, trim bound
+_NONE = -(1 << 63)  # "no timer" / "no trim bound"
+_COMPACT_MIN = 64  # dead elements tolerated before a rewrite is considered
+
+
+@dataclass
+class KeyRecord:
+    """What a bucket remembers of one of its keys."""
+
+    meta: bytes | None = None
+    timer: int | None = None
+    trim: int | None = None
+
+
+@dataclass
+class Bucket:
+    """A bucket's decoded metadata blob."""
+
+    buckets: int
+    timer: int | None = None
+    live: int = 0
+    dead: int = 0
+    keys: dict[bytes, KeyRecord] = field(default_factory=dict)
+
+
+def encode_bucket(b: Bucket) -> bytes:
+    """The ``swag_bmeta`` blob of a bucket (big endian; ``_NONE`` for a missing value)."""
+    parts = [_HEAD.pack(_MAGIC, BUCKET_VERSION, b.buckets, _opt(b.timer), b.live, b.dead)]
+    pack = _KEY.pack
+    for kid, rec in b.keys.items():
+        meta = rec.meta or b""
+        parts += [pack(len(kid), len(meta), _opt(rec.timer), _opt(rec.trim)), kid, meta]
+    return b"".join(parts)
+
+
+def _opt(x: int | None) -> int:
+    return _NONE if x is None else int(x)
+
+
+def _unopt(x: int) -> int | None:
+    return None if x == _NONE else x
+
+
+def decode_bucket(blob: bytes, buckets: int) -> Bucket:
+    """Inverse of :func:`encode_bucket`; checks the version and the bucket count."""
+    magic, version, n_buckets, timer, live, dead = _HEAD.unpack_from(blob, 0)
+    if magic != _MAGIC or version != BUCKET_VERSION:
+        raise StateError(f"swag bucket state with magic {magic!r} version {version}: not "
+                         f"written by this version of spark_adapter (bucket layout version "
+                         f"{BUCKET_VERSION})")
+    if n_buckets != buckets:
+        raise StateError(f"the checkpoint's state was written with key_buckets={n_buckets}, "
+                         f"this query has key_buckets={buckets}: keys would land in other "
+                         f"buckets; keep key_buckets={n_buckets} or start from empty state")
+    b = Bucket(n_buckets, _unopt(timer), live, dead)
+    pos, size, unpack = _HEAD.size, _KEY.size, _KEY.unpack_from
+    while pos < len(blob):
+        kl, ml, t, trim = unpack(blob, pos)
+        pos += size
+        kid = blob[pos:pos + kl]
+        pos += kl
+        b.keys[kid] = KeyRecord(blob[pos:pos + ml] if ml else None, _unopt(t), _unopt(trim))
+        pos += ml
+    return b
+
+
+class BucketBackend:
+    """:class:`adapters.StateBackend` over one bucket's Spark state for one call: reads the
+    blob once, serves each key's meta from it, buffers the writes, and :meth:`flush` writes
+    them back (one blob update, one list append, rarely a list rewrite)."""
+
+    def __init__(self, meta_state: Any, log_state: Any, buckets: int,
+                 ids: dict[Hashable, bytes]) -> None:
+        self._meta_state, self._log_state = meta_state, log_state
+        row = meta_state.get()
+        self.bucket = Bucket(buckets) if row is None else decode_bucket(bytes(row[0]), buckets)
+        #: driver key -> key id (JSON text bytes)
+        self.ids = ids
+        self._new: list[tuple[bytes, bytes]] = []
+        self._log: dict[bytes, list[LogEntry]] | None = None
+        self._dirty = False
+
+    def key_state(self, key: Hashable) -> BucketKeyState:
+        kid = self.ids[key]
+        rec = self.bucket.keys.get(kid)
+        if rec is None:
+            rec = self.bucket.keys[kid] = KeyRecord()
+        return BucketKeyState(self, kid, rec)
+
+    def entries(self, kid: bytes, trim: int | None) -> list[LogEntry]:
+        """The key's live log entries (the whole list is read once per call, on demand)."""
+        if self._log is None:
+            log: dict[bytes, list[LogEntry]] = {}
+            for k, seg in self._log_state.get():
+                log.setdefault(bytes(k), []).extend(decode_segment(bytes(seg)))
+            self._log = log
+        found = self._log.get(kid, []) + [e for k, s in self._new if k == kid
+                                           for e in decode_segment(s)]
+        return found if trim is None else [e for e in found if e[0] >= trim]
+
+    def added(self, kid: bytes, entries: Sequence[LogEntry]) -> None:
+        self._new.append((kid, encode_segment(entries)))
+        self.bucket.live += 1
+
+    def removed(self, count: int) -> None:
+        self.bucket.live -= count
+        self.bucket.dead += count
+
+    def changed(self) -> None:
+        self._dirty = True
+
+    def flush(self) -> None:
+        """Write the call's changes (the list first: the blob records their counts)."""
+        b = self.bucket
+        if b.dead >= _COMPACT_MIN and b.dead >= b.live:
+            self._compact()
+        elif self._new:
+            self._log_state.appendList(self._new)
+        if self._dirty or self._new:
+            self._meta_state.update((encode_bucket(b),))
+        self._new = []
+
+    def _compact(self) -> None:
+        """Rewrite the log without the elements below their key's trim bound."""
+        b = self.bucket
+        kept = []
+        for k, seg in self._log_state.get():
+            kid, blob = bytes(k), bytes(seg)
+            rec = b.keys.get(kid)
+            if rec is not None and (rec.trim is None or segment_range(blob)[1] >= rec.trim):
+                kept.append((kid, blob))
+        kept += [(k, s) for k, s in self._new if _live(b, k, s)]
+        if kept:
+            self._log_state.put(kept)
+        else:
+            self._log_state.clear()
+        b.live, b.dead = len(kept), 0
+        self._log = None
+
+
+def _live(b: Bucket, kid: bytes, seg: bytes) -> bool:
+    rec = b.keys.get(kid)
+    return rec is not None and (rec.trim is None or segment_range(seg)[1] >= rec.trim)
+
+
+class BucketKeyState:
+    """:class:`adapters.KeyState` of one key inside a :class:`BucketBackend`."""
+
+    __slots__ = ("_backend", "_kid", "_rec")
+
+    def __init__(self, backend: BucketBackend, kid: bytes, rec: KeyRecord) -> None:
+        self._backend, self._kid, self._rec = backend, kid, rec
+
+    def get_meta(self) -> bytes | None:
+        return self._rec.meta
+
+    def put_meta(self, data: bytes) -> None:
+        self._rec.meta = data
+        self._backend.changed()
+
+    def add_events(self, entries: Sequence[LogEntry]) -> None:
+        if entries:
+            self._backend.added(self._kid, entries)
+
+    def read_events(self) -> Iterator[LogEntry]:
+        yield from self._backend.entries(self._kid, self._rec.trim)
+
+    def remove_events(self, before: int, keys: Sequence[tuple[int, int]]) -> None:
+        if not keys:
+            return
+        if self._rec.trim is None or before > self._rec.trim:
+            self._rec.trim = before
+        self._backend.removed(len(keys))
+        self._backend.changed()
+
+
+# ----------------------------------------------------------------------------- the calls
+def bucket_events(plan: Plan, frames: Any, ids: dict[Hashable, bytes],
+                  texts: dict[int, str]) -> list[tuple[Any, Any, Any]]:
+    """``(key, time, value)`` events of a bucket's pandas frames, each key's in arrival
+    order (or ``swag_o`` order, nulls last); ``ids`` receives each key's id."""
+    keys: list[Any] = []
+    times: list[Any] = []
+    values: list[Any] = []
+    orders: list[Any] = []
+    dkeys: dict[str, Any] = {}
+    for pdf in frames:
+        for kj in pdf[KEY_IN].tolist():
+            dk = dkeys.get(kj)
+            if dk is None:
+                dk = dkeys[kj] = decode_key(plan, kj)
+                ids[dk] = kj.encode()
+            keys.append(dk)
+        ts = pdf[TIME_IN].tolist()
+        times.extend(ts if plan.time_is_string else [_time_value(t) for t in ts])
+        values.extend(json_values(plan, pdf[VALUE_IN].tolist(), texts))
+        if plan.has_order:
+            orders.extend(pdf[ORDER_IN].tolist())
+    events = list(zip(keys, times, values))
+    if plan.has_order and events:
+        idx = sorted(range(len(events)), key=lambda i: _order_key(orders[i]))
+        events = [events[i] for i in idx]
+    return events
+
+
+def run_bucket(plan: Plan, driver: WindowDriver, backend: BucketBackend,
+               events: list[tuple[Any, Any, Any]], watermark: int | None) -> Output:
+    """The driver over a bucket's events, then its other keys whose timers are due."""
+    out = driver.process_batch(events, backend, watermark) if events else Output()
+    if watermark is not None:
+        seen = set(out.timers)
+        due = [k for k, kid in _keys_of(plan, backend)
+               if k not in seen and _due(backend.bucket.keys[kid].timer, watermark)]
+        if due:
+            more = driver.advance_keys(due, watermark, backend)
+            out.rows.extend(more.rows)
+            out.late.extend(more.late)
+            out.timers.update(more.timers)
+    for key, t in out.timers.items():
+        backend.bucket.keys[backend.ids[key]].timer = t
+    if out.timers:
+        backend.changed()
+    return out
+
+
+def _due(timer: int | None, watermark: int) -> bool:
+    return timer is not None and timer <= watermark
+
+
+def _keys_of(plan: Plan, backend: BucketBackend) -> Iterator[tuple[Any, bytes]]:
+    """Every key of the bucket as ``(driver key, id)`` (``backend.ids`` learns them)."""
+    by_id = {kid: k for k, kid in backend.ids.items()}
+    for kid in backend.bucket.keys:
+        k = by_id.get(kid)
+        if k is None:
+            k = decode_key(plan, kid.decode())
+            backend.ids[k] = kid
+        yield k, kid
+
+
+def bucket_frame(plan: Plan, backend: BucketBackend, out: Output,
+                 texts: dict[int, str] | None = None) -> Any:
+    """The output of a bucket's call as one pandas frame (``None`` if empty)."""
+    parts: dict[Any, Output] = {}
+    for row in out.rows:
+        parts.setdefault(row["key"], Output()).rows.append(row)
+    for ev in out.late:
+        parts.setdefault(ev.key, Output()).late.append(ev)
+    cols: dict[str, list[Any]] | None = None
+    for key, part in parts.items():
+        c = wide_columns(plan, backend.ids[key].decode(), part, texts)
+        if c is None:
+            continue
+        if cols is None:
+            cols = c
+        else:
+            for name, values in c.items():
+                cols[name].extend(values)
+    return None if cols is None else pandas_frame(cols)
+
+
+def make_bucket_processor(plan: Plan, buckets: int) -> Any:
+    """The :class:`StatefulProcessor` of the bucket layout (built lazily so that importing
+    this module does not need the streaming extras)."""
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class SwagBucketProcessor(StatefulProcessor):
+        """Feeds a bucket's keys to the driver together; one event-time timer per bucket."""
+
+        def __init__(self, plan: Plan, buckets: int) -> None:
+            self.plan, self.buckets = plan, buckets
+
+        def init(self, handle: Any) -> None:
+            self.handle = handle
+            self.meta = handle.getValueState(BMETA_STATE, BMETA_SCHEMA)
+            self.log = handle.getListState(BLOG_STATE, BLOG_SCHEMA)
+            self.driver = driver_for(self.plan)
+
+        def _call(self, frames: Any, timer_values: Any, fired: bool) -> Iterator[Any]:
+            wm = timer_values.getCurrentWatermarkInMs()
+            watermark = wm if wm > 0 else None  # Spark reports 0 before the first one
+            ids: dict[Hashable, bytes] = {}
+            texts: dict[int, str] = {}
+            events = bucket_events(self.plan, frames, ids, texts) if frames is not None else []
+            backend = BucketBackend(self.meta, self.log, self.buckets, ids)
+            if fired:  # Spark dropped the timer that fired
+                backend.bucket.timer = None
+            out = run_bucket(self.plan, self.driver, backend, events, watermark)
+            self._arm(backend)
+            backend.flush()
+            frame = bucket_frame(self.plan, backend, out, texts)
+            if frame is not None:
+                yield frame
+
+        def _arm(self, backend: BucketBackend) -> None:
+            """One timer per bucket: the earliest of its keys' timers."""
+            b = backend.bucket
+            timers = [r.timer for r in b.keys.values() if r.timer is not None]
+            want = min(timers) if timers else None
+            if want == b.timer:
+                return
+            if b.timer is not None:
+                self.handle.deleteTimer(b.timer)
+            if want is not None:
+                self.handle.registerTimer(int(want))
+            b.timer = want
+            backend.changed()
+
+        def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
+            # Parameter names are fixed by Spark (it calls them with keywords).
+            yield from self._call(rows, timerValues, False)
+
+        def handleExpiredTimer(self, key: Any, timerValues: Any,
+                               expiredTimerInfo: Any) -> Iterator[Any]:
+            yield from self._call(None, timerValues, True)
+
+        def close(self) -> None:
+            pass
+
+    return SwagBucketProcessor(plan, buckets)
