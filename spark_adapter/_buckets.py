@@ -5,21 +5,20 @@ its bucket that has events in the micro-batch (:meth:`adapters.WindowDriver.proc
 and advances the bucket's other due keys (:meth:`~adapters.WindowDriver.advance_keys`);
 one event-time timer per bucket (the earliest of its keys' timers).
 
-Why: every state or timer call of a ``transformWithStateInPandas`` processor is a socket
-round trip to the JVM (measured 3-9 ms each on the 2 shared cores of the benchmark
-machine, ``docs/spark.md``), and the one-key-per-call layout makes about seven per key and
-micro-batch (meta read and write, log append, list/delete/register timer), which dominated
-the streaming time. Here a bucket's call makes about five whatever its number of keys.
+Why: every state or timer call of a ``transformWithStateInPandas`` processor is a socket round trip
+to the JVM (milliseconds each, ``docs/spark.md``), and the one-key-per-call layout makes about
+seven per key and micro-batch (meta read and write, log append, list/delete/register timer), which
+dominated the streaming time. Here a bucket's call makes about five whatever its number of keys.
 
 State of a bucket (layout version 2; the per-key layout of :class:`SparkKeyState` is
 version 1, used with ``key_buckets=None``):
 
-* ``swag_bmeta`` (``ValueState``, ``m binary``): one blob, :func:`encode_bucket` (header
-  ``b"SWGB"``, version, bucket count, registered timer; per key its id (the key's JSON
-  text), the driver's metadata bytes, its timer, and its log trim bound);
+* ``swag_bmeta`` (``ValueState``, ``m binary``): one blob
+  (:mod:`adapters.state.buckets`: bucket count, registered timer; per key its id (the key's
+  JSON text), the driver's metadata bytes, its timer, and its log trim bound);
 * ``swag_blog`` (``ListState``, ``k binary, seg binary``): per key and call that accepted
   events one element: the key id and the entry as a one-entry segment of the version-1
-  segment format (:func:`spark_adapter._runtime.encode_segment`, unchanged). Removing a
+  segment format (:mod:`adapters.state.segments`, unchanged). Removing a
   key's old entries only raises its trim bound (entries older than it are skipped when
   read); the list is rewritten without them once dead elements outnumber live ones, so
   the rewrite costs O(1) amortized per event.
@@ -27,13 +26,14 @@ version 1, used with ``key_buckets=None``):
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Hashable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from adapters import Output, StateError, WindowDriver
+from adapters import Output, WindowDriver
+from adapters.engine.timers import rearm
 from adapters.state import LogEntry
+from adapters.state.buckets import Bucket, KeyRecord, decode_bucket, encode_bucket
+from adapters.state.segments import decode_segment, encode_segment, segment_range
 
 from ._runtime import (
     KEY_IN,
@@ -44,85 +44,16 @@ from ._runtime import (
     _order_key,
     _time_value,
     decode_key,
-    decode_segment,
     driver_for,
-    encode_segment,
     json_values,
     pandas_frame,
-    segment_range,
     wide_columns,
 )
 
 BUCKET_IN = "swag_b"
 BMETA_STATE, BLOG_STATE = "swag_bmeta", "swag_blog"
 BMETA_SCHEMA, BLOG_SCHEMA = "m binary", "k binary, seg binary"
-BUCKET_VERSION = 2
-_MAGIC = b"SWGB"
-_HEAD = struct.Struct(">4sBIqII")  # magic, version, buckets, timer, live, dead
-_KEY = struct.Struct(">IIqq")  # id length, meta length, timer, trim bound
-_NONE = -(1 << 63)  # "no timer" / "no trim bound"
 _COMPACT_MIN = 64  # dead elements tolerated before a rewrite is considered
-
-
-@dataclass
-class KeyRecord:
-    """What a bucket remembers of one of its keys."""
-
-    meta: bytes | None = None
-    timer: int | None = None
-    trim: int | None = None
-
-
-@dataclass
-class Bucket:
-    """A bucket's decoded metadata blob."""
-
-    buckets: int
-    timer: int | None = None
-    live: int = 0
-    dead: int = 0
-    keys: dict[bytes, KeyRecord] = field(default_factory=dict)
-
-
-def encode_bucket(b: Bucket) -> bytes:
-    """The ``swag_bmeta`` blob of a bucket (big endian; ``_NONE`` for a missing value)."""
-    parts = [_HEAD.pack(_MAGIC, BUCKET_VERSION, b.buckets, _opt(b.timer), b.live, b.dead)]
-    pack = _KEY.pack
-    for kid, rec in b.keys.items():
-        meta = rec.meta or b""
-        parts += [pack(len(kid), len(meta), _opt(rec.timer), _opt(rec.trim)), kid, meta]
-    return b"".join(parts)
-
-
-def _opt(x: int | None) -> int:
-    return _NONE if x is None else int(x)
-
-
-def _unopt(x: int) -> int | None:
-    return None if x == _NONE else x
-
-
-def decode_bucket(blob: bytes, buckets: int) -> Bucket:
-    """Inverse of :func:`encode_bucket`; checks the version and the bucket count."""
-    magic, version, n_buckets, timer, live, dead = _HEAD.unpack_from(blob, 0)
-    if magic != _MAGIC or version != BUCKET_VERSION:
-        raise StateError(f"swag bucket state with magic {magic!r} version {version}: not "
-                         f"written by this version of spark_adapter (bucket layout version "
-                         f"{BUCKET_VERSION})")
-    if n_buckets != buckets:
-        raise StateError(f"the checkpoint's state was written with key_buckets={n_buckets}, "
-                         f"this query has key_buckets={buckets}: keys would land in other "
-                         f"buckets; keep key_buckets={n_buckets} or start from empty state")
-    b = Bucket(n_buckets, _unopt(timer), live, dead)
-    pos, size, unpack = _HEAD.size, _KEY.size, _KEY.unpack_from
-    while pos < len(blob):
-        kl, ml, t, trim = unpack(blob, pos)
-        pos += size
-        kid = blob[pos:pos + kl]
-        pos += kl
-        b.keys[kid] = KeyRecord(blob[pos:pos + ml] if ml else None, _unopt(t), _unopt(trim))
-        pos += ml
-    return b
 
 
 class BucketBackend:
@@ -357,13 +288,14 @@ def make_bucket_processor(plan: Plan, buckets: int) -> Any:
             """One timer per bucket: the earliest of its keys' timers."""
             b = backend.bucket
             timers = [r.timer for r in b.keys.values() if r.timer is not None]
-            want = min(timers) if timers else None
-            if want == b.timer:
+            want = int(min(timers)) if timers else None
+            change = rearm(want, () if b.timer is None else (b.timer,))
+            if change is None:
                 return
-            if b.timer is not None:
-                self.handle.deleteTimer(b.timer)
-            if want is not None:
-                self.handle.registerTimer(int(want))
+            for t in change.delete:
+                self.handle.deleteTimer(t)
+            if change.register is not None:
+                self.handle.registerTimer(change.register)
             b.timer = want
             backend.changed()
 

@@ -15,6 +15,7 @@ import pytest
 
 from adapters import CodecError, StateError, WindowDriver, decode_value, encode_value
 from adapters.state.backend import MemoryKeyState
+from adapters.state.buckets import decode_bucket, encode_bucket
 from adapters.state.codec import (
     MetaWriter,
     decode_entry,
@@ -27,6 +28,7 @@ from adapters.state.codec import (
 from adapters.state.segments import decode_segment, encode_segment, segment_range
 from tests.adapters.test_codec import identical
 from tests.golden import samples
+from tests.golden.make_golden import bucket
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 
@@ -38,6 +40,7 @@ def _load(name: str) -> dict[str, Any]:
 VALUES = _load("values.json")
 ENTRIES = _load("entries.json")
 SEGMENTS = _load("spark_segments.json")
+BUCKETS = _load("spark_buckets.json")
 CHECKPOINTS = _load("checkpoints.json")
 UNKNOWN = _load("unknown_versions.json")
 
@@ -46,6 +49,7 @@ def test_every_sample_is_committed() -> None:
     assert set(VALUES) == set(samples.VALUES) | set(samples.V1_VALUES)
     assert set(ENTRIES) == set(samples.ENTRIES)
     assert set(SEGMENTS) == set(samples.SPARK_SEGMENTS)
+    assert set(BUCKETS) == set(samples.SPARK_BUCKETS)
     assert set(CHECKPOINTS) == set(samples.CHECKPOINTS) | {"codec_v1"}
 
 
@@ -92,6 +96,18 @@ def test_spark_segment(name: str) -> None:
     assert encode_segment(decode_segment(blob)) == blob
 
 
+@pytest.mark.parametrize("name", sorted(BUCKETS))
+def test_spark_bucket(name: str) -> None:
+    blob = bytes.fromhex(BUCKETS[name]["hex"])
+    want = bucket(samples.SPARK_BUCKETS[name])
+    got = decode_bucket(blob, want.buckets)
+    assert got == want
+    assert list(got.keys) == list(want.keys)  # key order is part of the format
+    assert encode_bucket(got) == blob
+    with pytest.raises(StateError, match=f"key_buckets={want.buckets}"):
+        decode_bucket(blob, want.buckets + 1)
+
+
 @pytest.mark.parametrize("name", sorted(CHECKPOINTS))
 def test_checkpoint_meta(name: str) -> None:
     """The metadata decodes to the recorded fields, in the documented order; the query still
@@ -129,6 +145,7 @@ _DECODERS = {
     "value": decode_value,
     "entry": lambda data: decode_entry(0, 0, data),
     "spark_segment": decode_segment,
+    "spark_bucket": lambda data: decode_bucket(data, 16),
 }
 _ERRORS = {"StateError": StateError, "CodecError": CodecError}
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from adapters import WindowDriver
 from adapters.state.backend import MemoryKeyState
+from adapters.state.buckets import Bucket, KeyRecord, encode_bucket
 from adapters.state.codec import decode_meta, encode_entry, encode_meta, encode_value
 from adapters.state.segments import encode_segment
 from tests.golden import samples
@@ -60,12 +61,23 @@ def _v1_checkpoint() -> dict[str, Any]:
             "log": [_entry(*e) for e in spec["log"]], "rows_at_end": rows}
 
 
+def bucket(spec: tuple[Any, ...]) -> Bucket:
+    """The :class:`Bucket` a ``samples.SPARK_BUCKETS`` entry stands for."""
+    buckets, timer, live, dead, keys = spec
+    return Bucket(buckets, timer, live, dead, {kid: KeyRecord(*rec) for kid, rec in keys.items()})
+
+
 def _unknown_versions() -> dict[str, Any]:
     meta3 = encode_meta({"codec": 3, "q": "0" * 16, "n": 1, "wm": None, "seq": 0, "rel": 0,
                          "late": 0, "pol": []})
     segment = bytearray(encode_segment(samples.SPARK_SEGMENTS["three_entries"]))
     segment[4] = 2  # the version byte
+    blob = bytearray(encode_bucket(bucket(samples.SPARK_BUCKETS["two_keys"])))
+    blob[4] = 3  # the version byte
     return {
+        "spark_bucket_version_3": {"format": "spark_bucket", "hex": bytes(blob).hex(),
+                                   "error": "StateError",
+                                   "match": r"SWGB\): magic b'SWGB' version 3 is unknown.*\[2\]"},
         "meta_codec_3": {"format": "meta", "hex": meta3.hex(),
                          "error": "StateError", "match": r"codec version 3 is unknown.*\[1, 2\]"},
         "meta_without_codec": {"format": "meta", "hex": b'{"q":"x"}'.hex(),
@@ -128,6 +140,8 @@ def build() -> dict[str, dict[str, Any]]:
                          for name, (time, seq, times, values) in samples.ENTRIES.items()},
         "spark_segments.json": {name: {"hex": encode_segment(entries).hex()}
                                 for name, entries in samples.SPARK_SEGMENTS.items()},
+        "spark_buckets.json": {name: {"hex": encode_bucket(bucket(spec)).hex()}
+                               for name, spec in samples.SPARK_BUCKETS.items()},
         "checkpoints.json": {**{name: _checkpoint(spec)
                                 for name, spec in samples.CHECKPOINTS.items()},
                              "codec_v1": _v1_checkpoint()},

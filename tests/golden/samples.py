@@ -65,6 +65,17 @@ SPARK_SEGMENTS: dict[str, list[tuple[int, int, bytes]]] = {
 }
 
 #: Log entries as an engine stores them (Beam's coders, Flink's map state).
+#: Spark streaming bucket blobs (adapters.state.buckets): bucket count, registered timer,
+#: live and dead log elements, and per key id: (driver metadata or None, timer, trim bound).
+SPARK_BUCKETS: dict[str, tuple[int, int | None, int, int,
+                               dict[bytes, tuple[bytes | None, int | None, int | None]]]] = {
+    "empty": (16, None, 0, 0, {}),
+    "two_keys": (16, 3_600_000, 3, 1, {
+        b'"JFK"': (b'{"codec":2,"q":"00000000000000aa","n":7,"wm":3599000,"seq":3,"rel":2,'
+                   b'"late":0,"pol":[]}', 3_600_000, 1_000),
+        b'["a",1]': (None, None, None)}),
+    "extreme_values": (1, -2**63 + 1, 2**32 - 1, 0, {"é".encode(): (b"{}", 2**63 - 1, -2**62)}),
+}
 ENGINE_LOG: list[tuple[int, int, bytes]] = [
     (5, 0, b'{"a":1}'), (-3, 2, b""), (2**40, 2**40, b"\x02" + bytes(6) + b"\x04@")]
 

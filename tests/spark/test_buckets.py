@@ -12,16 +12,11 @@ from hypothesis import strategies as st
 
 import spark_adapter._buckets as buckets_module
 from adapters import MemoryStateBackend, StateError, WindowDriver
-from adapters.specs import Query
-from spark_adapter._buckets import (
-    Bucket,
-    BucketBackend,
-    KeyRecord,
-    decode_bucket,
-    encode_bucket,
-    run_bucket,
-)
-from spark_adapter._runtime import Plan, segment_range
+from adapters.query.specs import Query
+from adapters.state.buckets import Bucket, KeyRecord, decode_bucket, encode_bucket
+from adapters.state.segments import segment_range
+from spark_adapter._buckets import BucketBackend, run_bucket
+from spark_adapter._runtime import Plan
 
 
 class FakeValue:

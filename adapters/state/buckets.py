@@ -1,0 +1,88 @@
+"""The bucket blob: what one Spark streaming *bucket* (many keys per stateful group,
+``spark_adapter._buckets``) keeps in its ``ValueState``: for each key its id, the driver's
+metadata bytes (:mod:`adapters.state.codec`), its timer and its log trim bound.
+
+Format ``SWGB`` version 2 (big endian; ``-2**63`` means "none"): a header ``b"SWGB"``,
+version (1 byte), bucket count (u32), the bucket's registered timer (i64), live and dead log
+elements (u32, u32); then per key: id length (u32), metadata length (u32, 0: none), timer
+(i64), trim bound (i64), the id bytes, the metadata bytes. Version 1 is the per-key layout,
+which has no blob (:mod:`adapters.state.segments`). Golden samples:
+``tests/golden/spark_buckets.json``.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from adapters.errors import StateError
+
+BUCKET_VERSION = 2
+_MAGIC = b"SWGB"
+_HEAD = struct.Struct(">4sBIqII")  # magic, version, buckets, timer, live, dead
+_KEY = struct.Struct(">IIqq")  # id length, meta length, timer, trim bound
+_NONE = -(1 << 63)  # "no timer" / "no trim bound"
+
+
+@dataclass
+class KeyRecord:
+    """What a bucket remembers of one of its keys."""
+
+    meta: bytes | None = None
+    timer: int | None = None
+    trim: int | None = None
+
+
+@dataclass
+class Bucket:
+    """A bucket's decoded metadata blob."""
+
+    buckets: int
+    timer: int | None = None
+    live: int = 0
+    dead: int = 0
+    keys: dict[bytes, KeyRecord] = field(default_factory=dict)
+
+
+def encode_bucket(b: Bucket) -> bytes:
+    """The ``swag_bmeta`` blob of a bucket (big endian; ``_NONE`` for a missing value)."""
+    parts = [_HEAD.pack(_MAGIC, BUCKET_VERSION, b.buckets, _opt(b.timer), b.live, b.dead)]
+    pack = _KEY.pack
+    for kid, rec in b.keys.items():
+        meta = rec.meta or b""
+        parts += [pack(len(kid), len(meta), _opt(rec.timer), _opt(rec.trim)), kid, meta]
+    return b"".join(parts)
+
+
+def _opt(x: int | None) -> int:
+    return _NONE if x is None else int(x)
+
+
+def _unopt(x: int) -> int | None:
+    return None if x == _NONE else x
+
+
+def decode_bucket(blob: bytes, buckets: int) -> Bucket:
+    """Inverse of :func:`encode_bucket`; checks the version and the bucket count."""
+    magic, version, n_buckets, timer, live, dead = _HEAD.unpack_from(blob, 0)
+    if magic != _MAGIC or version != BUCKET_VERSION:
+        raise StateError(f"bucket state (SWGB): magic {magic!r} version {version} is "
+                         f"unknown; this version of swag reads versions [{BUCKET_VERSION}] "
+                         f"(was the state written by a newer swag?)")
+    if n_buckets != buckets:
+        raise StateError(f"the checkpoint's state was written with key_buckets={n_buckets}, "
+                         f"this query has key_buckets={buckets}: keys would land in other "
+                         f"buckets; keep key_buckets={n_buckets} or start from empty state")
+    b = Bucket(n_buckets, _unopt(timer), live, dead)
+    pos, size, unpack = _HEAD.size, _KEY.size, _KEY.unpack_from
+    while pos < len(blob):
+        kl, ml, t, trim = unpack(blob, pos)
+        pos += size
+        kid = blob[pos:pos + kl]
+        pos += kl
+        b.keys[kid] = KeyRecord(blob[pos:pos + ml] if ml else None, _unopt(t), _unopt(trim))
+        pos += ml
+    return b
+
+
+__all__ = ["BUCKET_VERSION", "Bucket", "KeyRecord", "decode_bucket", "encode_bucket"]
