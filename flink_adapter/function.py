@@ -151,10 +151,8 @@ class SwagProcessFunction(KeyedProcessFunction):
         if change is None:
             return
         service = ctx.timer_service()
-        for t in change.delete:
-            service.delete_event_time_timer(t)
+        change.carry_out(service.delete_event_time_timer, service.register_event_time_timer)
         if change.register is not None:
-            service.register_event_time_timer(change.register)
             self._timer.update(change.register)
         else:
             self._timer.clear()

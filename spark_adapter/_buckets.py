@@ -41,12 +41,12 @@ from ._runtime import (
     TIME_IN,
     VALUE_IN,
     Plan,
-    _order_key,
-    _time_value,
     decode_key,
     driver_for,
     json_values,
+    order_key,
     pandas_frame,
+    time_value,
     wide_columns,
 )
 
@@ -184,13 +184,13 @@ def bucket_events(plan: Plan, frames: Any, ids: dict[Hashable, bytes],
                 ids[dk] = kj.encode()
             keys.append(dk)
         ts = pdf[TIME_IN].tolist()
-        times.extend(ts if plan.time_is_string else [_time_value(t) for t in ts])
+        times.extend(ts if plan.time_is_string else [time_value(t) for t in ts])
         values.extend(json_values(plan, pdf[VALUE_IN].tolist(), texts))
         if plan.has_order:
             orders.extend(pdf[ORDER_IN].tolist())
     events = list(zip(keys, times, values))
     if plan.has_order and events:
-        idx = sorted(range(len(events)), key=lambda i: _order_key(orders[i]))
+        idx = sorted(range(len(events)), key=lambda i: order_key(orders[i]))
         events = [events[i] for i in idx]
     return events
 
@@ -201,8 +201,7 @@ def run_bucket(plan: Plan, driver: WindowDriver, backend: BucketBackend,
     out = driver.process_batch(events, backend, watermark) if events else Output()
     if watermark is not None:
         seen = set(out.timers)
-        due = [k for k, kid in _keys_of(plan, backend)
-               if k not in seen and _due(backend.bucket.keys[kid].timer, watermark)]
+        due = [k for k in _due_keys(plan, backend, watermark) if k not in seen]
         if due:
             more = driver.advance_keys(due, watermark, backend)
             out.rows.extend(more.rows)
@@ -219,15 +218,20 @@ def _due(timer: int | None, watermark: int) -> bool:
     return timer is not None and timer <= watermark
 
 
-def _keys_of(plan: Plan, backend: BucketBackend) -> Iterator[tuple[Any, bytes]]:
-    """Every key of the bucket as ``(driver key, id)`` (``backend.ids`` learns them)."""
-    by_id = {kid: k for k, kid in backend.ids.items()}
-    for kid in backend.bucket.keys:
+def _due_keys(plan: Plan, backend: BucketBackend, watermark: int) -> Iterator[Any]:
+    """The bucket's keys whose timers are due at ``watermark`` (only those are decoded;
+    ``backend.ids`` learns them)."""
+    by_id: dict[bytes, Any] | None = None
+    for kid, rec in backend.bucket.keys.items():
+        if not _due(rec.timer, watermark):
+            continue
+        if by_id is None:
+            by_id = {i: k for k, i in backend.ids.items()}
         k = by_id.get(kid)
         if k is None:
             k = decode_key(plan, kid.decode())
             backend.ids[k] = kid
-        yield k, kid
+        yield k
 
 
 def bucket_frame(plan: Plan, backend: BucketBackend, out: Output,
@@ -268,15 +272,18 @@ def make_bucket_processor(plan: Plan, buckets: int) -> Any:
             self.log = handle.getListState(BLOG_STATE, BLOG_SCHEMA)
             self.driver = driver_for(self.plan)
 
-        def _call(self, frames: Any, timer_values: Any, fired: bool) -> Iterator[Any]:
+        def _call(self, frames: Any, timer_values: Any, fired_at: int | None) -> Iterator[Any]:
+            """One call for the bucket: its new events (``frames``), or the bucket's timer
+            that fired at ``fired_at``."""
             wm = timer_values.getCurrentWatermarkInMs()
-            watermark = wm if wm > 0 else None  # Spark reports 0 before the first one
+            watermark = wm if wm > 0 else fired_at  # Spark reports 0 before the first one
             ids: dict[Hashable, bytes] = {}
             texts: dict[int, str] = {}
             events = bucket_events(self.plan, frames, ids, texts) if frames is not None else []
             backend = BucketBackend(self.meta, self.log, self.buckets, ids)
-            if fired:  # Spark dropped the timer that fired
+            if fired_at is not None:  # Spark dropped the timer that fired
                 backend.bucket.timer = None
+                backend.changed()
             out = run_bucket(self.plan, self.driver, backend, events, watermark)
             self._arm(backend)
             backend.flush()
@@ -292,20 +299,17 @@ def make_bucket_processor(plan: Plan, buckets: int) -> Any:
             change = rearm(want, () if b.timer is None else (b.timer,))
             if change is None:
                 return
-            for t in change.delete:
-                self.handle.deleteTimer(t)
-            if change.register is not None:
-                self.handle.registerTimer(change.register)
+            change.carry_out(self.handle.deleteTimer, self.handle.registerTimer)
             b.timer = want
             backend.changed()
 
         def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
             # Parameter names are fixed by Spark (it calls them with keywords).
-            yield from self._call(rows, timerValues, False)
+            yield from self._call(rows, timerValues, None)
 
         def handleExpiredTimer(self, key: Any, timerValues: Any,
                                expiredTimerInfo: Any) -> Iterator[Any]:
-            yield from self._call(None, timerValues, True)
+            yield from self._call(None, timerValues, expiredTimerInfo.getExpiryTimeInMs())
 
         def close(self) -> None:
             pass

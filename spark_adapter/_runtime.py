@@ -154,7 +154,7 @@ def decode_key(plan: Plan, key_json: str) -> Any:
     return key
 
 
-def _time_value(t: Any) -> Any:
+def time_value(t: Any) -> Any:
     # pandas gives float64 (NaN for null) for a long column with nulls.
     if type(t) is float:
         if math.isnan(t):
@@ -163,7 +163,7 @@ def _time_value(t: Any) -> Any:
     return t
 
 
-def _order_key(x: Any) -> tuple[int, Any]:
+def order_key(x: Any) -> tuple[int, Any]:
     if x is None or x != x:  # null (None or NaN)
         return (1, 0)
     return (0, x)
@@ -192,13 +192,13 @@ def decode_events(plan: Plan, frames: Any,
     for pdf in frames:
         times = pdf[TIME_IN].tolist()
         if not plan.time_is_string:
-            times = [_time_value(t) for t in times]
+            times = [time_value(t) for t in times]
         events.extend(zip(times, json_values(plan, pdf[VALUE_IN].tolist(), texts)))
         if plan.has_order:
             orders.extend(pdf[ORDER_IN].tolist())
     if plan.has_order and events:
         # stable sort by the order-by column, nulls last
-        idx = sorted(range(len(events)), key=lambda i: _order_key(orders[i]))
+        idx = sorted(range(len(events)), key=lambda i: order_key(orders[i]))
         events = [events[i] for i in idx]
     return events
 
@@ -501,12 +501,8 @@ def make_processor(plan: Plan) -> Any:
             # fires at watermark >= T and its watermark means the driver's, so T = N.
             want = out.timers.get(dkey)
             change = rearm(None if want is None else int(want), list(self.handle.listTimers()))
-            if change is None:
-                return
-            for t in change.delete:
-                self.handle.deleteTimer(t)
-            if change.register is not None:
-                self.handle.registerTimer(change.register)
+            if change is not None:
+                change.carry_out(self.handle.deleteTimer, self.handle.registerTimer)
 
         def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
             key_json = key[0]

@@ -275,6 +275,20 @@ def _check_streaming_conf(df: DataFrame) -> None:
 
 
 # ----------------------------------------------------------------------------- the API
+def _check_key_buckets(key_buckets: int | None) -> None:
+    if key_buckets is not None and (type(key_buckets) is not int or key_buckets < 1):
+        raise ValueError(f"key_buckets must be a positive int or None, got {key_buckets!r}")
+
+
+def _observed(wide: DataFrame, metric: str | Observation | None, streaming: bool) -> DataFrame:
+    """``wide`` observed as ``metric`` (late events and rows), where there is one."""
+    if isinstance(metric, Observation) or (metric is not None and streaming):
+        wide = wide.observe(metric,
+                            F.count(F.when(F.col("_swag_w") == LATE, 1)).alias("late_events"),
+                            F.count(F.when(F.col("_swag_w") >= 0, 1)).alias("rows"))
+    return wide
+
+
 def sliding_aggregate(
     df: DataFrame,
     *,
@@ -341,11 +355,11 @@ def sliding_aggregate(
             ``count`` of a field counts the other values. ``"error"``: a null or NaN value
             is bad input (``BadEventError`` naming the key and field). Custom aggregations
             get every value as it is (``docs/adapters.md``, "Missing values").
-        key_buckets: streaming only: the keys are hashed into this many buckets and the
-            Python side handles a bucket's keys in one call, with one state blob and one
-            timer per bucket (state layout version 2, ``docs/spark.md``, "State"); part of
-            the checkpoint (a restart must keep it). ``None``: one call, state and timer per
-            key (layout version 1: for checkpoints written before layout 2).
+        key_buckets: streaming only: keys are hashed into this many buckets and the Python
+            side handles a bucket's keys in one call (state layout 2, ``docs/spark.md``,
+            "State"); part of the checkpoint. ``None``: one call per key (layout 1, the
+            layout of checkpoints written before ``key_buckets`` existed: restart those with
+            ``key_buckets=None``).
 
     Returns:
         One window spec: for sliding, tumbling, count and policy windows the columns
@@ -360,8 +374,7 @@ def sliding_aggregate(
     """
     columns, key_names, time_type = _check_arguments(
         df, key, time, aggregations, watermark, late_rows, order_by)
-    if key_buckets is not None and (type(key_buckets) is not int or key_buckets < 1):
-        raise ValueError(f"key_buckets must be a positive int or None, got {key_buckets!r}")
+    _check_key_buckets(key_buckets)
     single = not isinstance(window, (list, tuple))
     specs = [normalize_window(s, f"window[{i}]")
              for i, s in enumerate([window] if single else list(window))]
@@ -373,10 +386,7 @@ def sliding_aggregate(
     single = single and late_rows != "include"
     _check_output_names(call, columns, key_names, single)
     wide = _run(df, call, time, time_type, watermark, order_by, key_buckets)
-    if isinstance(metric, Observation) or (metric is not None and df.isStreaming):
-        wide = wide.observe(metric,
-                            F.count(F.when(F.col("_swag_w") == LATE, 1)).alias("late_events"),
-                            F.count(F.when(F.col("_swag_w") >= 0, 1)).alias("rows"))
+    wide = _observed(wide, metric, df.isStreaming)
     return _results(wide, call, columns, key_names, time, time_type, late_rows, single)
 
 

@@ -21,7 +21,7 @@ earliest due time is enough, and timers cost state in every engine.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 
@@ -35,6 +35,15 @@ class TimerChange:
     register: int | None = None
     #: whether to delete the key's armed timers whose times the engine does not know
     clear_unknown: bool = False
+
+    def carry_out(self, delete: Callable[[int], object],
+                  register: Callable[[int], object]) -> None:
+        """Make the change with an engine's timer calls (``clear_unknown`` is the caller's:
+        only an engine that cannot read its timers back sets it)."""
+        for t in self.delete:
+            delete(t)
+        if self.register is not None:
+            register(self.register)
 
 
 def rearm(target: int | None, armed: Collection[int] | None) -> TimerChange | None:

@@ -2,10 +2,10 @@
 ``spark_adapter._buckets``) keeps in its ``ValueState``: for each key its id, the driver's
 metadata bytes (:mod:`adapters.state.codec`), its timer and its log trim bound.
 
-Format ``SWGB`` version 2 (big endian; ``-2**63`` means "none"): a header ``b"SWGB"``,
-version (1 byte), bucket count (u32), the bucket's registered timer (i64), live and dead log
-elements (u32, u32); then per key: id length (u32), metadata length (u32, 0: none), timer
-(i64), trim bound (i64), the id bytes, the metadata bytes. Version 1 is the per-key layout,
+Format ``SWGB`` version 2 (big endian; ``-2**63`` means "none"): a header ``b"SWGB"``, version (1
+byte), bucket count (u32), the bucket's registered timer (i64), live and dead log elements (u32,
+u32), the number of keys (u32); then per key: id length (u32), metadata length (u32, 0: none),
+timer (i64), trim bound (i64), the id bytes, the metadata bytes. Version 1 is the per-key layout,
 which has no blob (:mod:`adapters.state.segments`). Golden samples:
 ``tests/golden/spark_buckets.json``.
 """
@@ -19,7 +19,7 @@ from adapters.errors import StateError
 
 BUCKET_VERSION = 2
 _MAGIC = b"SWGB"
-_HEAD = struct.Struct(">4sBIqII")  # magic, version, buckets, timer, live, dead
+_HEAD = struct.Struct(">4sBIqIII")  # magic, version, buckets, timer, live, dead, keys
 _KEY = struct.Struct(">IIqq")  # id length, meta length, timer, trim bound
 _NONE = -(1 << 63)  # "no timer" / "no trim bound"
 
@@ -46,7 +46,8 @@ class Bucket:
 
 def encode_bucket(b: Bucket) -> bytes:
     """The ``swag_bmeta`` blob of a bucket (big endian; ``_NONE`` for a missing value)."""
-    parts = [_HEAD.pack(_MAGIC, BUCKET_VERSION, b.buckets, _opt(b.timer), b.live, b.dead)]
+    parts = [_HEAD.pack(_MAGIC, BUCKET_VERSION, b.buckets, _opt(b.timer), b.live, b.dead,
+                        len(b.keys))]
     pack = _KEY.pack
     for kid, rec in b.keys.items():
         meta = rec.meta or b""
@@ -63,8 +64,12 @@ def _unopt(x: int) -> int | None:
 
 
 def decode_bucket(blob: bytes, buckets: int) -> Bucket:
-    """Inverse of :func:`encode_bucket`; checks the version and the bucket count."""
-    magic, version, n_buckets, timer, live, dead = _HEAD.unpack_from(blob, 0)
+    """Inverse of :func:`encode_bucket`; checks the version, the bucket count and that the
+    blob holds exactly its keys (a cut or padded blob raises :class:`StateError`: a key
+    silently missing would lose its state)."""
+    if len(blob) < _HEAD.size:
+        raise _corrupt(f"{len(blob)} bytes, shorter than its {_HEAD.size}-byte header")
+    magic, version, n_buckets, timer, live, dead, n_keys = _HEAD.unpack_from(blob, 0)
     if magic != _MAGIC or version != BUCKET_VERSION:
         raise StateError(f"bucket state (SWGB): magic {magic!r} version {version} is "
                          f"unknown; this version of swag reads versions [{BUCKET_VERSION}] "
@@ -74,15 +79,25 @@ def decode_bucket(blob: bytes, buckets: int) -> Bucket:
                          f"this query has key_buckets={buckets}: keys would land in other "
                          f"buckets; keep key_buckets={n_buckets} or start from empty state")
     b = Bucket(n_buckets, _unopt(timer), live, dead)
-    pos, size, unpack = _HEAD.size, _KEY.size, _KEY.unpack_from
-    while pos < len(blob):
+    pos, size, unpack, end = _HEAD.size, _KEY.size, _KEY.unpack_from, len(blob)
+    for i in range(n_keys):
+        if pos + size > end:
+            raise _corrupt(f"cut inside key {i} of {n_keys}")
         kl, ml, t, trim = unpack(blob, pos)
         pos += size
+        if pos + kl + ml > end:
+            raise _corrupt(f"cut inside key {i} of {n_keys}")
         kid = blob[pos:pos + kl]
         pos += kl
         b.keys[kid] = KeyRecord(blob[pos:pos + ml] if ml else None, _unopt(t), _unopt(trim))
         pos += ml
+    if pos != end:
+        raise _corrupt(f"{end - pos} bytes after its {n_keys} keys")
     return b
+
+
+def _corrupt(what: str) -> StateError:
+    return StateError(f"bucket state (SWGB) is corrupt: {what}")
 
 
 __all__ = ["BUCKET_VERSION", "Bucket", "KeyRecord", "decode_bucket", "encode_bucket"]

@@ -108,6 +108,17 @@ def test_spark_bucket(name: str) -> None:
         decode_bucket(blob, want.buckets + 1)
 
 
+def test_a_cut_or_padded_bucket_blob_is_refused() -> None:
+    """A bucket blob that lost (or gained) bytes must not decode as fewer keys: the missing
+    key's state would be lost without a word."""
+    blob = bytes.fromhex(BUCKETS["two_keys"]["hex"])
+    first_key_end = blob.index(b'["a",1]') - 24  # the second key's 24-byte record header
+    for cut in (blob[:first_key_end], blob[:first_key_end + 5], blob[:-1], blob[:10],
+                blob + b"\x00"):
+        with pytest.raises(StateError, match="SWGB"):
+            decode_bucket(cut, 16)
+
+
 @pytest.mark.parametrize("name", sorted(CHECKPOINTS))
 def test_checkpoint_meta(name: str) -> None:
     """The metadata decodes to the recorded fields, in the documented order; the query still
