@@ -13,7 +13,7 @@ Two small per-key values are also kept in a per-task write-through copy
 (:class:`KeyCache`): the metadata (read on every call) and the armed timer. Flink changes a
 key's state only through the operator instance that owns the key, and a restore or failover
 builds new instances (whose copies start empty), so the copy always equals the state; it
-saves a state read per call each (measured in ``docs/flink.md``, "Benchmark").
+saves a state read per call each (figures: ``docs/flink.md``, "Benchmark").
 
 ``read_events`` is only called when the driver's process-local cache misses (a new task, a
 restore from a checkpoint, a rescaled key); it reads the whole map once. Nothing stored here
@@ -124,7 +124,7 @@ class FlinkKeyState:
     def read_events(self) -> list[tuple[int, int, bytes]]:
         out = [(time, seq, bytes(data)) for seq, (time, data) in self.log.items()]
         if not out and not self.log.is_empty():
-            # Measured with PyFlink 2.3 in BATCH execution: inside on_timer, iterating a
+            # With PyFlink 2.3 in BATCH execution, inside on_timer, iterating a
             # MapState yields nothing although it holds entries (is_empty() is False, get()
             # finds them). Rebuilding from that would silently drop the key's events.
             raise StateError(

@@ -419,9 +419,9 @@ class SparkKeyState:
       straddling it and keeps the others as they are.
 
     Why not one state entry per event (a ``MapState`` keyed by ``seq``): each element of a
-    PySpark state call is pickled, sent to the JVM and written to RocksDB one by one, about
-    0.2-0.4 ms per element on this machine, which capped the main job at ~1,000 events/s;
-    with segments a micro-batch costs a few calls per key whatever its size.
+    PySpark state call is pickled, sent to the JVM and written to RocksDB one by one, so the
+    cost per event would be a JVM round trip; with segments a micro-batch costs a few calls
+    per key whatever its size.
     """
 
     __slots__ = ("_log", "_meta")
@@ -541,8 +541,8 @@ def make_processor(plan: Plan) -> Any:
 def _gc_paused() -> Iterator[None]:
     """No cyclic garbage collection inside the block. A key's batch allocates an object or
     more per event (values, records, rows), which triggers collections that also walk every
-    long-lived object of the worker: measured here, they cost about a quarter of the
-    Python side's time. What the block drops is freed by reference counting as usual;
+    long-lived object of the worker, a large share of the Python side's time. What the
+    block drops is freed by reference counting as usual;
     cycles wait for the next collection after it."""
     was_enabled = gc.isenabled()
     gc.disable()

@@ -10,8 +10,8 @@
  * (tests/adapters/test_batch_reader.py compares the two).
  *
  * Why C: reading Python objects is the bulk of the cross-key batch runtime's cost per event
- * in pure Python (about ten passes of map/zip/type checks and conversions, 400-550 ns per
- * event on the issue-4 benchmark); one pass here costs about 90 ns (docs/benchmarks.md).
+ * in pure Python (about ten passes of map/zip/type checks and conversions); here it is one
+ * pass (figures: docs/benchmarks.md).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -65,15 +65,14 @@ except ImportError:  # pragma: no cover - without NumPy the per-key path runs
 
 #: Most slices a window may span for this runtime (range / slice width): it reduces each
 #: window's slices afresh (in C), where a structure pays O(1) interpreter-level calls per
-#: window. Measured (docs/adapters.md): the runtime still 2.4-3.7x faster than the per-key
-#: path at 2,880 slices per window; above this bound the structures' O(1) per window is
-#: the safer choice.
+#: window. Up to this bound the runtime stays faster than the per-key path (figures:
+#: docs/adapters.md); above it the structures' O(1) per window is the safer choice.
 MAX_SLICES = 2048
 _I64_MIN, _I64_MAX = -2**63, 2**63 - 1
 #: due windows of one key enumerated arithmetically up to this many, empty ones dropped in
 #: bulk (more: a gap in the key's data; ``time_lane.due_window_ends`` skips the empty windows
-#: by binary search). Measured against that generator for every key: the same at k = 60,
-#: 20% faster at k = 360 (1,580-1,980 vs 2,190-2,300 ns/event, Max, 3 runs each).
+#: by binary search). Enumerating is no slower than that generator, and faster when each
+#: event falls in many windows (range much longer than slide).
 _DENSE_WINDOWS = 4096
 _FNS = ("max", "min", "sum", "mean")
 
@@ -769,8 +768,8 @@ class BatchRuntime:
                 timers: dict[Any, int | None]) -> None:
         """Each key's next timer: :meth:`KeyStore.timer` of its watermark, its newest
         retained slice (the open one, else the newest closed) and its oldest pending event
-        (a vectorized copy of ``timer`` measured no faster: within the run-to-run noise at
-        k = 60)."""
+        (a loop over :meth:`KeyStore.timer`, one rule for every path: a vectorized copy of
+        it is no faster)."""
         pid, pt = self._pending[0], self._pending[1]
         p_lo = np.searchsorted(pid, ids, "left").tolist()
         p_hi = np.searchsorted(pid, ids, "right").tolist()

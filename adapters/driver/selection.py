@@ -19,7 +19,7 @@ PREFERENCES: dict[str, tuple[str, ...]] = {
     # one structure per range, in-order, FIFO eviction (bulk_evict per emitted window)
     "fifo_selective": ("slickdeque", "amta", "daba", "two_stacks_lite", "two_stacks",
                        "recalc"),
-    # (two_stacks_lite first: the fewest Python-level steps per FIFO round, measured in
+    # (two_stacks_lite first: the fewest Python-level steps per FIFO round, figures in
     # docs/benchmarks.md; amta's O(log n) bulk eviction does not pay off for the one or few
     # slices each emitted window evicts)
     "fifo": ("two_stacks_lite", "daba", "amta", "two_stacks", "daba_lite", "recalc"),

@@ -4,7 +4,9 @@
   over their managed state (metadata blob + event log), and the in-memory reference backends;
 * :mod:`~adapters.state.codec`: the versioned codec of everything the driver persists
   (metadata, log entries, values). No pickle: decoding never executes code;
-* :mod:`~adapters.state.segments`: packed segments of several log entries (Spark's log).
+* :mod:`~adapters.state.segments`: packed segments of several log entries (Spark's log);
+* :mod:`~adapters.state.buckets`: the bucket blob of Spark streaming with key buckets (each
+  key's id, metadata, timer and log trim bound in one ``ValueState``).
 
 Each persisted format has its owner here, a version and golden samples (``tests/golden``);
 ``docs/adapters.md`` section 5 lists them.
