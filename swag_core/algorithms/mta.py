@@ -201,46 +201,6 @@ class _MtaBase(Window):
             f"slide policy is not prefix-monotone: it holds for the whole window ({n} entries) "
             f"but not for the prefix of {failed} entries; nothing was evicted")
 
-    def _descend(self, policy: Policy, total: Any, acc: Any, level: int, a: int, b: int,
-                 shifts: Sequence[int], lows: Sequence[int], known: int) -> int:
-        """Algorithm 2 (corrected) from the pair ``(a, b)`` of ``level`` (absolute indices,
-        ``b`` known to fail, ``acc`` the raw aggregate of everything left of ``a``) down to
-        the leaves; returns the length of the longest prefix satisfying ``policy``. Each
-        level's e0 is checked with ``acc`` on its left (lines 10-12): out -> go right, else
-        go left. The children of ``x`` at ``level`` start at ``2 (x - shifts[level])``;
-        ``lows[l]`` (``l >= 1``) is level ``l``'s first live index; a prefix whose leaves end
-        at or before absolute leaf ``known`` holds without asking (-1: none known)."""
-        v = self._v
-        base = self._base
-        lo0 = self._lo0
-        combine = self._combine
-        row = v[level]
-        rb = base[level]
-        while True:
-            if b > a:
-                va = row[a - rb]
-                cand = va if acc is EMPTY else combine(acc, va)
-                if ((a + 1) << level) <= known or policy(total, cand):
-                    acc = cand
-                    x = b
-                else:
-                    x = a
-            else:
-                x = a
-            if not level:
-                return x - lo0
-            q = x - shifts[level]
-            level -= 1
-            row = v[level]
-            rb = base[level]
-            a = q + q
-            b = a + 1
-            low = lows[level] if level else lo0
-            if a < low:
-                a = low
-            if b >= rb + len(row):
-                b = a
-
     def _suffix_up(self, s: int, top: int, shifts: Sequence[int]) -> Any:
         """Raw aggregate of leaf ``s`` and the right siblings on its path up to ``top``
         (Algorithm 3 mirrored); the parent of ``x`` at level ``l - 1`` is
@@ -531,12 +491,44 @@ class LogMta(_MtaBase):
 
     def _search(self, policy: Policy, total: Any) -> int:
         """Root-to-leaf search for the longest prefix that satisfies ``policy``, assuming the
-        whole window does not (read-only): :meth:`_descend` from the root pair, whose right
-        end is known to fail."""
-        level = len(self._v) - 1
-        a = self._lo0 if level == 0 else self._lo[level]
-        b = self._base[level] + len(self._v[level]) - 1
-        return self._descend(policy, total, EMPTY, level, a, b, self._sh, self._lo, -1)
+        whole window does not (read-only). At each level the region is one pair whose right
+        end is known to fail; its e0 is checked with the removed-so-far aggregate on its left
+        (Algorithm 2 lines 10-12): out -> go right, else go left."""
+        v = self._v
+        base = self._base
+        lo = self._lo
+        sh = self._sh
+        combine = self._combine
+        level = len(v) - 1
+        row = v[level]
+        rb = base[level]
+        a = self._lo0 if level == 0 else lo[level]
+        b = rb + len(row) - 1
+        acc = EMPTY
+        while True:
+            if b > a:
+                va = row[a - rb]
+                cand = va if acc is EMPTY else combine(acc, va)
+                if policy(total, cand):
+                    acc = cand
+                    x = b
+                else:
+                    x = a
+            else:
+                x = a
+            if not level:
+                return x - self._lo0
+            q = x - sh[level]
+            level -= 1
+            row = v[level]
+            rb = base[level]
+            a = q + q
+            b = a + 1
+            low = self._lo0 if level == 0 else lo[level]
+            if a < low:
+                a = low
+            if b >= rb + len(row):
+                b = a
 
     # ------------------------------------------------------------------ range queries
     def _suffix(self, s: int) -> Any:
@@ -897,12 +889,33 @@ class Amta(_MtaBase):
                 break
         if j == h:
             self._refresh_left()
-        hi = base[j] + len(v[j])
-        a = lo0 >> j if j == h else ((hi - 1) >> 1) << 1
+        level = j
+        row = v[level]
+        rb = base[level]
+        hi = rb + len(row)
+        a = lo0 >> level if level == h else ((hi - 1) >> 1) << 1
         b = min(a | 1, hi - 1)
-        # Algorithm 2 inside tree(j): its pairs below the top are full, no shifts.
-        return self._descend(policy, total, acc, j, a, b, _NO_SHIFTS,
-                             [lo0 >> level for level in range(j + 1)], limit)
+        while True:                               # Algorithm 2 inside tree(j)
+            if b > a:
+                va = row[a - rb]
+                cand = va if acc is EMPTY else combine(acc, va)
+                if ((a + 1) << level) <= limit or policy(total, cand):
+                    acc = cand
+                    x = b
+                else:
+                    x = a
+            else:
+                x = a
+            if not level:
+                return x - lo0
+            level -= 1
+            row = v[level]
+            rb = base[level]
+            a = x + x                             # children: a non-tail, hence full, pair
+            b = a + 1
+            low = lo0 >> level
+            if a < low:
+                a = low
 
     # ------------------------------------------------------------------ range queries
     def _suffix(self, s: int) -> Any:
