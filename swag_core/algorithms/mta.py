@@ -895,6 +895,9 @@ class Amta(_MtaBase):
         hi = rb + len(row)
         a = lo0 >> level if level == h else ((hi - 1) >> 1) << 1
         b = min(a | 1, hi - 1)
+        # Algorithm 2 inside tree(j): the loop of LogMta._search without its shifts and with
+        # the known prefix. One shared loop for both made each search 8-11% slower (the
+        # known check and the per-level offsets of the other class), so each keeps its own.
         while True:                               # Algorithm 2 inside tree(j)
             if b > a:
                 va = row[a - rb]
