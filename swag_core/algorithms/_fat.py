@@ -115,6 +115,8 @@ class FlatFAT:
         if len(values) < capacity:
             tree.extend([empty] * (capacity - len(values)))
         combine = self._combine
+        # Not _propagate's general loop with every leaf dirty: that loop's per-node change
+        # tracking makes a rebuild of 1024 leaves 1.7-1.8x slower with Sum, up to 1.4x with Max.
         # Descending heap index = level by level, bottom-up. Only nodes
         # whose leaves start inside the filled prefix can be non-empty.
         filled_end = capacity + len(values)   # first EMPTY leaf index
@@ -258,30 +260,13 @@ class FlatFAT:
         empty = EMPTY
         if len(dirty) <= 2:
             # One or two dirty leaves, the common slide (one eviction, one insertion): climb
-            # both paths level by level until they meet, then one path. The general loop below
-            # does the same nodes, but its per-level bookkeeping (a sort, a parents list per
-            # level) costs more than the combines themselves on this path: unrolled here.
+            # both paths until they meet, then one path. The general loop below does the same
+            # nodes, but its per-level bookkeeping (a sort, a parents list per level) costs
+            # more than the combines themselves on this path. One loop body serves both paths:
+            # ``h`` is the node recomputed now, ``b`` the next one (the other path's node on
+            # the same level, or ``h``'s parent once the paths have met).
             h = dirty[0] >> 1
             b = dirty[-1] >> 1
-            while h != b:
-                left = tree[2 * h]
-                right = tree[2 * h + 1]
-                if left is empty:
-                    tree[h] = right
-                elif right is empty:
-                    tree[h] = left
-                else:
-                    tree[h] = combine(left, right)
-                left = tree[2 * b]
-                right = tree[2 * b + 1]
-                if left is empty:
-                    tree[b] = right
-                elif right is empty:
-                    tree[b] = left
-                else:
-                    tree[b] = combine(left, right)
-                h >>= 1
-                b >>= 1
             while h:
                 left = tree[2 * h]
                 right = tree[2 * h + 1]
@@ -291,10 +276,17 @@ class FlatFAT:
                     value = left
                 else:
                     value = combine(left, right)
+                if h != b:
+                    # Two paths: no early stop, the other path may still change the
+                    # common ancestors.
+                    tree[h] = value
+                    h, b = b, h >> 1
+                    continue
                 if value is tree[h] and not climb:
                     return      # unchanged: the ancestors are already right
                 tree[h] = value
                 h >>= 1
+                b = h
             return
         level = sorted(dirty)   # a leaf written twice gives its parent twice in a row
         while True:

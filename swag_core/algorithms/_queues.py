@@ -405,3 +405,14 @@ class RingWindow(Window):
     def _count_through(self, time: int) -> int:
         """How many entries have ``entry.time <= time``."""
         return ring_bisect(bisect_right, self._times, time, self._front, self._size)
+
+    def evict(self) -> None:
+        """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
+        if not self._size:
+            raise self._empty_evict()
+        self._evict_oldest()
+
+    @abstractmethod
+    def _evict_oldest(self) -> None:
+        """Remove the oldest entry of the non-empty window (clear its slot, then
+        :meth:`_pop_front`)."""

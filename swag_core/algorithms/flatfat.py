@@ -132,10 +132,7 @@ class FlatFat(RingWindow):
         self._cache = NO_CACHE
 
     # ------------------------------------------------------------------ evict
-    def evict(self) -> None:
-        """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
-        if not self._size:
-            raise self._empty_evict()
+    def _evict_oldest(self) -> None:
         fat = self._fat
         cap = fat.capacity
         if (4 * (self._size - 1) < cap and cap > self._min_capacity    # strict < cap/4

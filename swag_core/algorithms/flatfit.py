@@ -143,10 +143,7 @@ class FlatFit(RingWindow):
         self._cache = NO_CACHE
 
     # ------------------------------------------------------------------ evict
-    def evict(self) -> None:
-        """Remove the oldest entry; :class:`~swag_core.errors.EmptyWindowError` if empty."""
-        if not self._size:
-            raise self._empty_evict()
+    def _evict_oldest(self) -> None:
         front = self._front
         self._partials[front] = None      # release the references
         self._values[front] = None
