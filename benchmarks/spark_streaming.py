@@ -33,7 +33,7 @@ import tempfile
 import time
 from typing import Any
 
-from benchmarks.spark_windows import cpu_used, process_tree_cpu
+from benchmarks.spark_windows import cpu_cell, cpu_used, process_tree_cpu
 
 SLIDES = [("1h", 3_600_000), ("10m", 600_000), ("1m", 60_000), ("10s", 10_000)]
 SLIDE_TEXT = {"1h": "1 hour", "10m": "10 minutes", "1m": "1 minute", "10s": "10 seconds"}
@@ -259,13 +259,6 @@ def _store(payload: dict[str, Any], name: str) -> None:
     print(table(payload["results"]))
 
 
-def _cpu(r: dict[str, Any], side: str) -> str:
-    jvm, py = r.get(f"{side}_cpu_jvm_s"), r.get(f"{side}_cpu_python_s")
-    if jvm is None:
-        return "?"
-    return f"{jvm:.1f} + {py:.1f}" if py >= 0.05 else f"{jvm:.1f}"
-
-
 def table(results: list[dict[str, Any]]) -> str:
     from benchmarks import report
 
@@ -274,7 +267,7 @@ def table(results: list[dict[str, Any]]) -> str:
          "swag / native", "CPU s native", "CPU s swag (JVM + Python)", "same rows"],
         [[r["workload"], r["slide"], r["k"], f"{r.get('windows', 0):,}",
           f"{r.get('native_eps', 0):,}", f"{r.get('swag_eps', 0):,}",
-          f"{r.get('speedup', '?')}x", _cpu(r, "native"), _cpu(r, "swag"),
+          f"{r.get('speedup', '?')}x", cpu_cell(r, "native"), cpu_cell(r, "swag"),
           "yes" if r.get("same_results") else "NO"] for r in results])
 
 

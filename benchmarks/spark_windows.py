@@ -259,7 +259,8 @@ def markdown(payload: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _cpu(r: dict[str, Any], side: str) -> str:
+def cpu_cell(r: dict[str, Any], side: str) -> str:
+    """A table cell of a result's JVM (+ Python) CPU seconds on ``side``."""
     jvm, py = r.get(f"{side}_cpu_jvm_s"), r.get(f"{side}_cpu_python_s")
     if jvm is None:
         return "?"
@@ -273,7 +274,7 @@ def table(results: list[dict[str, Any]]) -> str:
         ["S", "k", "windows", "Spark native (events/s)", "swag (events/s)", "swag / native",
          "CPU s native", "CPU s swag (JVM + Python)", "same results"],
         [[r["slide"], r["k"], f"{r['windows']:,}", f"{r['native_eps']:,}",
-          f"{r['swag_eps']:,}", f"{r['speedup']}x", _cpu(r, "native"), _cpu(r, "swag"),
+          f"{r['swag_eps']:,}", f"{r['speedup']}x", cpu_cell(r, "native"), cpu_cell(r, "swag"),
           "yes" if r["same_results"] else "NO"] for r in results])
 
 
