@@ -97,3 +97,38 @@ def save(name: str, payload: dict[str, Any], clock: str | None = None) -> Path:
 def load(name: str) -> dict[str, Any] | None:
     path = RESULTS / f"{name}.json"
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def process_table(reaped: bool = False) -> tuple[dict[int, list[int]], dict[int, float]] | None:
+    """Every live process's children and CPU seconds (user + system; with ``reaped`` also
+    those of its children it already waited for, ``cutime``/``cstime``) from ``/proc``, or
+    ``None`` where there is no ``/proc``. CPU time, unlike wall time, does not grow when
+    other jobs share the machine."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    last = 15 if reaped else 13
+    children: dict[int, list[int]] = {}
+    used: dict[int, float] = {}
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:  # gone meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (name) "
+        children.setdefault(int(fields[1]), []).append(pid)
+        used[pid] = sum(int(x) for x in fields[11:last]) / tick
+    return children, used
+
+
+def descendants(root: int, children: dict[int, list[int]]) -> list[int]:
+    """``root`` and every process below it in ``children``."""
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out

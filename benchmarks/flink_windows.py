@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks import common
 from benchmarks.beam_windows import flight_events
 
 SLIDE_MS = 600_000
@@ -275,29 +276,14 @@ def sql_over(events: list[tuple[str, int, float]], k: int = 0) -> Rows:
 
 # ---------------------------------------------------------------- timing
 def tree_cpu_seconds() -> float:
-    """CPU seconds (user + system) of this process and all its descendants so far,
-    including descendants already reaped (``cutime``/``cstime``): the JVM runs in a child
-    of this process and starts a Python worker per job, which exits with the job."""
-    tick = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[int]] = {}
-    used: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:  # gone meanwhile
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (name) "
-        children.setdefault(int(fields[1]), []).append(int(name))
-        used[int(name)] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-    total, todo = 0, [os.getpid()]
-    while todo:
-        pid = todo.pop()
-        total += used.get(pid, 0)
-        todo += children.get(pid, [])
-    return total / tick
+    """CPU seconds of this process and all its descendants so far, including descendants
+    already reaped: the JVM runs in a child of this process and starts a Python worker per
+    job, which exits with the job (:func:`common.process_table`)."""
+    table = common.process_table(reaped=True)
+    if table is None:
+        return 0.0
+    children, used = table
+    return sum(used.get(pid, 0.0) for pid in common.descendants(os.getpid(), children))
 
 
 def measure(fn: Callable[..., Rows], events: list[tuple[str, int, float]], k: int

@@ -30,6 +30,8 @@ import tempfile
 import time
 from typing import Any
 
+from benchmarks import common
+
 SLIDES = [("1 hour", 3_600_000), ("10 minutes", 600_000), ("1 minute", 60_000),
           ("10 seconds", 10_000)]
 RANGE = ("1 hour", 3_600_000)
@@ -74,34 +76,14 @@ def swag(df: Any, slide_ms: int, algorithm: str = "auto") -> Any:
 
 
 def process_tree_cpu(root: int) -> dict[int, float] | None:
-    """CPU seconds (user + system) used so far by process ``root`` (the JVM) and each of its
-    live descendants (the Python daemon and workers), by pid, from ``/proc``; ``None`` where
-    there is no ``/proc``. Unlike wall time, CPU time does not grow when other jobs share
-    the machine."""
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    children: dict[int, list[int]] = {}
-    used: dict[int, float] = {}
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
+    """CPU seconds used so far by process ``root`` (the JVM) and each of its live
+    descendants (the Python daemon and workers), by pid (:func:`common.process_table`);
+    ``None`` where there is no ``/proc`` or no such process."""
+    table = common.process_table()
+    if table is None or root not in table[1]:
         return None
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                stat = f.read()
-        except OSError:  # gone meanwhile
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (name) "
-        children.setdefault(int(fields[1]), []).append(pid)
-        used[pid] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
-    if root not in used:
-        return None
-    tree, todo = {}, [root]
-    while todo:
-        pid = todo.pop()
-        tree[pid] = used.get(pid, 0.0)
-        todo += children.get(pid, [])
-    return tree
+    children, used = table
+    return {pid: used.get(pid, 0.0) for pid in common.descendants(root, children)}
 
 
 def cpu_used(before: dict[int, float], after: dict[int, float],
@@ -212,7 +194,6 @@ def measure(events: int, keys: int, slides: set[str] | None = None) -> dict[str,
 
 def run(quick: bool = False) -> None:
     """Entry point of ``python -m benchmarks spark_windows``."""
-    from benchmarks import common
 
     payload = measure(100_000 if quick else 1_000_000, 100)
     common.save("spark_windows", payload,

@@ -276,7 +276,3 @@ class MemoryStateBackend:
     def bytes_written(self) -> int:
         """Total bytes written by every key (meta + log entries)."""
         return sum(s.bytes_written for s in self._states.values())
-
-    def stored_entries(self) -> int:
-        """Log entries currently held over all keys."""
-        return sum(len(s) for s in self._states.values())
