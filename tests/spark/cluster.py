@@ -153,7 +153,8 @@ class StandaloneCluster:
     def stop(self) -> None:
         """SIGTERM to every daemon's process group and to every process below the daemons
         (executor JVMs, Python daemons in process groups of their own), SIGKILL to whatever
-        is left after :data:`STOP_TIMEOUT`; then remove ``root``. Idempotent."""
+        is left after :data:`STOP_TIMEOUT`; then remove ``root``. Raises if a process
+        outlives it all. Idempotent."""
         targets = self._tree()
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for p in self.processes:
@@ -172,6 +173,9 @@ class StandaloneCluster:
                 p.wait(timeout=1)
         self.processes.clear()
         shutil.rmtree(self.root, ignore_errors=True)
+        left = [pid for pid in targets if _alive(pid)]
+        if left:
+            raise RuntimeError(f"Spark standalone cluster: processes {left} outlived SIGKILL")
 
     def _tree(self) -> list[int]:
         table = process_table()
