@@ -12,13 +12,15 @@ zip, the way a cluster user ships it (``--py-files`` / ``addPyFile``).
 
 :meth:`StandaloneCluster.stop` ends every process the cluster started, including the
 executors' Python daemons (which put themselves in their own process groups): it is
-registered with ``atexit`` too, for a test run that ends without the fixture's teardown.
+registered with ``atexit`` too, for a test run that ends without the fixture's teardown,
+and the daemons get SIGKILL when the test process dies (:func:`_die_with_parent`).
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import json
 import os
 import shutil
@@ -158,40 +160,49 @@ class StandaloneCluster:
         targets = self._tree()
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for p in self.processes:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(p.pid, sig)
-            for pid in targets:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, sig)
+                if p.returncode is None:  # not reaped: the group id is still this one's
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(p.pid, sig)
+            for pid, started in targets.items():
+                if _started(pid) == started:  # the same process, not a reused pid
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, sig)
             deadline = time.monotonic() + STOP_TIMEOUT
-            while time.monotonic() < deadline and any(_alive(pid) for pid in targets):
+            while time.monotonic() < deadline and _running(targets):
                 time.sleep(0.2)
-            if not any(_alive(pid) for pid in targets):
+            if not _running(targets):
                 break
         for p in self.processes:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=1)
         self.processes.clear()
         shutil.rmtree(self.root, ignore_errors=True)
-        left = [pid for pid in targets if _alive(pid)]
+        left = _running(targets)
         if left:
             raise RuntimeError(f"Spark standalone cluster: processes {left} outlived SIGKILL")
 
-    def _tree(self) -> list[int]:
+    def _tree(self) -> dict[int, str]:
+        """Every process from the daemons down, with its start time (``/proc``)."""
         table = process_table()
-        pids = [p.pid for p in self.processes]
-        if table is None:
-            return pids
-        return [d for pid in pids for d in descendants(pid, table[0])]
+        pids = [p.pid for p in self.processes if p.returncode is None]
+        tree = pids if table is None else [d for pid in pids
+                                           for d in descendants(pid, table[0])]
+        return {pid: started for pid in tree if (started := _started(pid)) is not None}
 
 
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie, dead but not yet reaped, counts as ended)."""
+def _started(pid: int) -> str | None:
+    """The start time of a running process (field 22 of ``/proc/<pid>/stat``), None when
+    it has ended (a zombie, dead but not yet reaped, counts as ended)."""
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+            fields = f.read().rsplit(")", 1)[1].split()
     except OSError:
-        return False
+        return None
+    return None if fields[0] == "Z" else fields[19]
+
+
+def _running(targets: dict[int, str]) -> list[int]:
+    return [pid for pid, started in targets.items() if _started(pid) == started]
 
 
 def _daemon_env(root: Path) -> dict[str, str]:
@@ -206,6 +217,15 @@ def _daemon_env(root: Path) -> dict[str, str]:
     return env
 
 
+def _die_with_parent() -> None:
+    """In the child before ``exec``: SIGKILL when the process that started it ends, even
+    by SIGKILL, where no teardown or ``atexit`` runs (Linux ``PR_SET_PDEATHSIG``, kept
+    across ``exec``). The executors and their Python workers then end on their own: they
+    exit when they lose their worker, driver or parent JVM."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+
+
 def _launch(cluster: StandaloneCluster, name: str, args: list[str],
             env: dict[str, str]) -> None:
     """One daemon JVM (``spark-class <main class> args``) in a new process group, its
@@ -214,7 +234,7 @@ def _launch(cluster: StandaloneCluster, name: str, args: list[str],
         cluster.processes.append(subprocess.Popen(
             [str(spark_home() / "bin" / "spark-class"), *args], stdout=log,
             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cluster.root, env=env,
-            start_new_session=True))
+            start_new_session=True, preexec_fn=_die_with_parent))
 
 
 @contextlib.contextmanager
