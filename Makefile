@@ -39,7 +39,9 @@ test-core: $(VENVS)/core/.installed
 	$(VENVS)/core/bin/python -m pytest $(ENGINE_SUITES) $(PYTEST_FLAGS)
 
 # The engine-free suites that import pinned packages again inside each engine environment
-# (its own numpy, pandas, pyarrow), in the quick hypothesis profile, then the engine's own tests.
+# (its own numpy, pandas, pyarrow), in the quick hypothesis profile, then the engine's own tests
+# (Spark: serially, one SparkContext per process; tests/spark/test_cluster.py runs first, on a
+# standalone cluster it starts).
 test-spark: check-java $(VENVS)/spark/.installed
 	HYPOTHESIS_PROFILE=quick $(VENVS)/spark/bin/python -m pytest $(PINNED_SUITES) $(PYTEST_FLAGS)
 	$(VENVS)/spark/bin/python -m pytest tests/spark

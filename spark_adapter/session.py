@@ -58,8 +58,10 @@ def java_version() -> tuple[str, int]:
 
 def local_session(app_name: str = "swag", *, cores: int = 2, shuffle_partitions: int = 4,
                   driver_memory: str = "2g", log_level: str = "ERROR",
-                  conf: dict[str, Any] | None = None) -> Any:
-    """An embedded ``local[cores]`` SparkSession ready for :func:`sliding_aggregate`.
+                  conf: dict[str, Any] | None = None, master: str | None = None) -> Any:
+    """An embedded ``local[cores]`` SparkSession ready for :func:`sliding_aggregate`
+    (``master``: another master URL instead, e.g. ``spark://host:7077`` for a standalone
+    cluster, with the same settings).
 
     Checks Java first (clear error instead of a JVM stack trace), makes the Python workers use
     this interpreter, sets the RocksDB state store, no exchange reuse (a stateful operator
@@ -91,7 +93,7 @@ def local_session(app_name: str = "swag", *, cores: int = 2, shuffle_partitions:
         "spark.log.level": log_level,
     }
     settings.update({k: str(v) for k, v in (conf or {}).items()})
-    builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
+    builder = SparkSession.builder.master(master or f"local[{cores}]").appName(app_name)
     for k, v in settings.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

@@ -37,19 +37,27 @@ TEST_CONF = {
 }
 
 
-def worker_python(directory: Path) -> str:
-    """An executable for Spark's Python workers: this interpreter, minus Spark's bundled
-    ``pyspark.zip`` on ``PYTHONPATH``, so that the workers import the installed (same
-    version) ``pyspark`` package with its compiled bytecode. A zip holds no bytecode, so
-    every fresh Python process Spark starts (one per transformWithState operator and query
-    start, to read its state schema) compiled pyspark again: ~1.3 s of CPU each."""
+def worker_python(directory: Path, python: str = sys.executable) -> str:
+    """An executable for Spark's Python workers: ``python`` (this interpreter by default),
+    minus Spark's bundled ``pyspark.zip`` on ``PYTHONPATH``, so that the workers import the
+    installed (same version) ``pyspark`` package with its compiled bytecode. A zip holds no
+    bytecode, so every fresh Python process Spark starts (one per transformWithState
+    operator and query start, to read its state schema) compiled pyspark again: ~1.3 s of
+    CPU each."""
     path = directory / "python"
     path.write_text('#!/bin/sh\n'
                     'PYTHONPATH="${PYTHONPATH#*/pyspark.zip:}"\n'
                     'export PYTHONPATH\n'
-                    f'exec "{sys.executable}" "$@"\n', encoding="utf-8")
+                    f'exec "{python}" "$@"\n', encoding="utf-8")
     path.chmod(0o755)
     return str(path)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The cluster tests (``test_cluster.py``) first: a process has one SparkContext at a
+    time, and theirs (master ``spark://...``) must start and stop before the session-wide
+    local one below starts (the order is otherwise unchanged)."""
+    items.sort(key=lambda item: item.get_closest_marker("cluster") is None)
 
 
 @pytest.fixture(scope="session")
