@@ -39,7 +39,9 @@ hits) instead of a ``bisect`` over a time list.
 
 :meth:`flush` writes every local pair to the store; :meth:`local_state` is then the small
 rest (positions per level, Log MTA's shifts and total, AMTA's result pair and stack), from
-which :meth:`reopen` rebuilds the window in O(log n) reads (one ``get_many`` of the tails).
+which :meth:`reopen` rebuilds the window without a read: each level reads its tail (one
+``get_many``) and its head (a refill) when first used, so one operation after a reopen reads
+only the levels it touches.
 """
 
 from __future__ import annotations
@@ -153,18 +155,21 @@ class _Row:
     """One level queue: the list operations the MTA code uses (``len``, ``row[i]`` with
     negative indices, ``row[i] = x``, ``append``) over tail, head cache, buffer and store."""
 
-    __slots__ = ("c_lo", "cache", "dirty", "end", "gc", "kv", "level", "tail", "tail_from")
+    __slots__ = ("c_lo", "cache", "dirty", "end", "fill", "gc", "kv", "level", "tail",
+                 "tail_dirty", "tail_from")
 
     def __init__(self, kv: _Pairs, level: int) -> None:
         self.kv = kv
         self.level = level
         self.end = 0             # positions [0, end) exist
-        self.tail: list[Any] = []
+        self.tail: list[Any] | None = []    # None: not read from the store yet
         self.tail_from = 0       # tail = positions [tail_from, end), tail_from even
+        self.tail_dirty = False  # the tail changed since the last flush
         self.cache: list[Any] = []
         self.c_lo = 0            # cache = positions [c_lo, c_lo + len(cache)), even bounds
         self.dirty: set[int] = set()   # cached pairs modified locally
         self.gc = 0              # pairs below gc are deleted from the store
+        self.fill = 1            # pairs the next refill reads (doubles up to cache_pairs)
 
     def __len__(self) -> int:
         return self.end
@@ -173,7 +178,10 @@ class _Row:
         if p < 0:
             p += self.end
         if p >= self.tail_from:
-            return self.tail[p - self.tail_from]
+            tail = self.tail
+            if tail is None:
+                tail = self._read_tail()
+            return tail[p - self.tail_from]
         i = p - self.c_lo
         if 0 <= i < len(self.cache):
             return self.cache[i]
@@ -183,7 +191,11 @@ class _Row:
         if p < 0:
             p += self.end
         if p >= self.tail_from:
-            self.tail[p - self.tail_from] = value
+            tail = self.tail
+            if tail is None:
+                tail = self._read_tail()
+            tail[p - self.tail_from] = value
+            self.tail_dirty = True
             return
         i = p - self.c_lo
         if 0 <= i < len(self.cache):
@@ -197,15 +209,31 @@ class _Row:
 
     def append(self, value: Any) -> None:
         tail = self.tail
+        if tail is None:
+            tail = self._read_tail()
         tail.append(value)
         self.end += 1
+        self.tail_dirty = True
         if len(tail) > _TAIL:
             self._retire()
+
+    def _read_tail(self) -> list[Any]:
+        """Read the tail from the store (a reopened row reads it on first use: one call;
+        positions deleted as dead read as ``None``, they are never used)."""
+        q0, q1 = self.tail_from >> 1, (self.end + 1) >> 1
+        tail: list[Any] = []
+        if q1 > q0:
+            for pair in self.kv.read([slot(self.level, q) for q in range(q0, q1)]):
+                tail.extend((None, None) if pair is None else pair)
+            del tail[self.end - self.tail_from:]
+        self.tail = tail
+        return tail
 
     def _retire(self) -> None:
         """The tail's oldest pair is final: to the buffer, and to the cache if the cache
         reaches up to it and has room (so a short window never reads the store)."""
         tail = self.tail
+        assert tail is not None
         q = self.tail_from >> 1
         pair = (tail[0], tail[1])
         del tail[:2]
@@ -221,20 +249,23 @@ class _Row:
         else read the one pair."""
         head = max(self.kv.head_of(self.level), 0)
         if head & ~1 <= p < (head & ~1) + 2 * self.kv.cache_pairs:
-            self._refill(head)
+            self._refill(head, p)
             return self.cache[p - self.c_lo]
         pair = self.kv.read([slot(self.level, p >> 1)])[0]
         return pair[p & 1]
 
-    def _refill(self, head: int) -> None:
-        """Cache the pairs from the one holding ``head`` on (at most ``cache_pairs``, not
-        into the tail). Pairs the cache holds are kept as they are, never replaced by a
+    def _refill(self, head: int, p: int) -> None:
+        """Cache the pairs from the one holding ``head`` on, up to the one holding ``p`` and
+        at least ``fill`` (not into the tail). ``fill`` doubles on every refill up to
+        ``cache_pairs``: a level read once after a reopen reads a pair or two, a level read
+        on and on reaches the full cache after log2(cache_pairs) refills. Pairs the cache holds are kept as they are, never replaced by a
         stored copy (P17). The dropped ones are dead: a pair is modified only while it holds
         its level's head, which never moves back, so a modified pair is either dead or
         from ``head`` on, which the cache keeps."""
         kv = self.kv
         lo = head & ~1
-        hi = min(lo + 2 * kv.cache_pairs, self.tail_from)
+        hi = min(max(lo + 2 * self.fill, (p | 1) + 1), self.tail_from)
+        self.fill = min(2 * self.fill, kv.cache_pairs)
         old, old_lo = self.cache, self.c_lo
         old_hi = old_lo + len(old)
         keep_lo, keep_hi = max(lo, old_lo), min(hi, old_hi)
@@ -276,13 +307,16 @@ class _Row:
         self.gc = (self.end + 1) >> 1
 
     def flush(self) -> None:
-        """Put the tail and the modified cached pairs into the buffer."""
+        """Put the tail (if it changed) and the modified cached pairs into the buffer."""
         kv, level = self.kv, self.level
         for q in self.dirty:
             i = q + q - self.c_lo
             kv.buffer[slot(level, q)] = (self.cache[i], self.cache[i + 1])
         self.dirty.clear()
         tail = self.tail
+        if tail is None or not self.tail_dirty:
+            return
+        self.tail_dirty = False
         for j in range(0, len(tail), 2):
             q = (self.tail_from + j) >> 1
             if q >= self.gc:
@@ -290,7 +324,7 @@ class _Row:
 
     def resident(self) -> int:
         """Elements held in local memory by this row (tail and cache)."""
-        return len(self.tail) + len(self.cache)
+        return len(self.tail or ()) + len(self.cache)
 
 
 class _LeafRow(_Row):
@@ -503,8 +537,8 @@ class _KvsLayout(_MtaBase):
     def reopen(cls, aggregation: Aggregation, store: PairStore,
                local: tuple[Sequence[int], Sequence[Any]], *, cache_pairs: int = 64,
                buffer_pairs: int = 64) -> Any:
-        """The window that :meth:`local_state` described, over the ``store`` it flushed to:
-        one ``get_many`` for the tails, everything else on demand."""
+        """The window that :meth:`local_state` described, over the ``store`` it flushed to
+        (no read here: tails and heads are read per level on first use)."""
         self = cls.__new__(cls)
         Window.__init__(self, aggregation)
         self._kv = _Pairs(store, cache_pairs, buffer_pairs, self._head_of)
@@ -516,19 +550,12 @@ class _KvsLayout(_MtaBase):
         self._v = levels
         self._t = _Times(levels[0])  # type: ignore[assignment]
         self._base = []
-        keys: list[int] = []
         for level, row in enumerate(levels):
             end, gc, base = ints[2 + 3 * level:5 + 3 * level]
             self._base.append(base)
             row.end, row.gc = end, gc
             row.tail_from = row.c_lo = max(0, (end - 3) & ~1)
-            keys += [slot(level, q) for q in range(row.tail_from >> 1, (end + 1) >> 1)]
-        pairs = iter(store.get_many(keys) if keys else ())
-        for row in levels:
-            for _ in range(row.tail_from >> 1, (row.end + 1) >> 1):
-                pair = next(pairs)
-                row.tail.extend((None, None) if pair is None else pair)
-            del row.tail[row.end - row.tail_from:]
+            row.tail = None
         self._set_local_extra(ints[2 + 3 * h:], partials)
         return self
 

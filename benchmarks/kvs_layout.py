@@ -1,0 +1,203 @@
+"""The KVS layout through the driver with a disk-backed state (stdlib ``sqlite3``): memory and
+events/s against the in-memory layout (``docs/benchmarks.md``, "KVS layout").
+
+(a) one key, per-event (OVER) window of n events (n = 2^16 .. 2^22), max: resident memory
+    (peak RSS of a fresh process minus its RSS before the run) and events/s (CPU time) while
+    the window is full and sliding;
+(b) many keys, each with 1,000 events in its window, a structure cache of a tenth of the
+    keys, events arriving round robin (every call a cache miss): events/s and peak RSS,
+    KVS (reopen) against the in-memory layout (rebuild from the log on a miss).
+
+Every configuration runs in its own process (``python -m benchmarks.kvs_layout one ...``), so
+the peaks do not mix. Run: ``PYTHONPATH=. python -m benchmarks.kvs_layout [--quick]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from benchmarks.common import machine, save
+
+CALL = 1024           # events per call in (a)
+
+
+class SqliteKeyState:
+    """A :class:`~adapters.state.backend.KeyState` with a pair map, in one sqlite file
+    (tables per key id): what an engine's disk-backed state store does, minus its
+    checkpointing."""
+
+    def __init__(self, db: sqlite3.Connection, key: int) -> None:
+        self.db, self.key = db, key
+        self._meta: bytes | None = None
+
+    def get_meta(self) -> bytes | None:
+        row = self.db.execute("select v from meta where k = ?", (self.key,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def put_meta(self, data: bytes) -> None:
+        self.db.execute("insert or replace into meta values (?, ?)", (self.key, data))
+
+    def add_events(self, entries: Sequence[tuple[int, int, bytes]]) -> None:
+        self.db.executemany("insert into log values (?, ?, ?, ?)",
+                            [(self.key, t, s, d) for t, s, d in entries])
+
+    def read_events(self) -> Iterator[tuple[int, int, bytes]]:
+        rows = self.db.execute("select t, s, d from log where k = ?", (self.key,)).fetchall()
+        return iter([(t, s, bytes(d)) for t, s, d in rows])
+
+    def remove_events(self, before: int, keys: Sequence[tuple[int, int]]) -> None:
+        self.db.execute("delete from log where k = ? and t < ?", (self.key, before))
+
+    def pair_map(self) -> SqlitePairMap:
+        return SqlitePairMap(self.db, self.key)
+
+
+class SqlitePairMap:
+    """A key's pair map as rows ``(key, slot, bytes)``."""
+
+    def __init__(self, db: sqlite3.Connection, key: int) -> None:
+        self.db, self.key = db, key
+
+    def get_many(self, keys: Sequence[int]) -> list[bytes | None]:
+        found: dict[int, bytes] = {}
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
+            marks = ",".join("?" * len(part))
+            found.update(self.db.execute(
+                f"select s, v from pairs where k = ? and s in ({marks})",
+                (self.key, *part)).fetchall())
+        return [found.get(k) for k in keys]
+
+    def put_many(self, items: Sequence[tuple[int, bytes]]) -> None:
+        self.db.executemany("insert or replace into pairs values (?, ?, ?)",
+                            [(self.key, s, v) for s, v in items])
+
+    def delete_many(self, keys: Sequence[int]) -> None:
+        self.db.executemany("delete from pairs where k = ? and s = ?",
+                            [(self.key, s) for s in keys])
+
+
+def _db(path: str) -> sqlite3.Connection:
+    db = sqlite3.connect(path)
+    db.execute("pragma journal_mode = wal")
+    db.execute("pragma synchronous = off")
+    db.execute("create table meta (k integer primary key, v blob)")
+    db.execute("create table log (k integer, t integer, s integer, d blob)")
+    db.execute("create index log_k on log (k, t)")
+    db.execute("create table pairs (k integer, s integer, v blob, primary key (k, s))")
+    return db
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _value(i: int) -> dict[str, float]:
+    return {"v": float((i * 2654435761) % 1000003)}
+
+
+def one_key(layout: str, n: int, measure: int) -> dict[str, Any]:
+    """(a): fill a window of n events, then slide it by ``measure`` events."""
+    from adapters import WindowDriver
+    query = {"windows": [{"kind": "over", "range": n - 1}],
+             "aggregations": {"m": {"fn": "max", "field": "v"}}, "layout": layout}
+    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
+        db = _db(f"{tmp}/state.db")
+        state = SqliteKeyState(db, 0)
+        driver = WindowDriver(query)
+        base = _rss()
+        total = n + measure
+        cpu0 = 0.0
+        rows = 0
+        for start in range(0, total, CALL):
+            if start >= n and not cpu0:
+                cpu0 = time.process_time()
+            events = [(t, _value(t)) for t in range(start, min(start + CALL, total))]
+            rows += len(driver.process(0, events, state, watermark=start).rows)
+            db.commit()
+        cpu = time.process_time() - cpu0
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        size = sum(os.path.getsize(f"{tmp}/{f}") for f in os.listdir(tmp))
+    return {"layout": layout, "n": n, "measured_events": measure, "events_per_s": measure / cpu,
+            "resident_mb": (peak - base) / 2**20, "rows": rows, "db_mb": size / 2**20}
+
+
+def many_keys(layout: str, keys: int, window: int, cache: int, rounds: int) -> dict[str, Any]:
+    """(b): ``keys`` keys filled with ``window`` events each (one bulk call per key), then
+    ``rounds`` rounds of one event per key, round robin."""
+    from adapters import WindowDriver
+    query = {"windows": [{"kind": "over", "range": window - 1}],
+             "aggregations": {"m": {"fn": "max", "field": "v"}}, "layout": layout}
+    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
+        db = _db(f"{tmp}/state.db")
+        states = [SqliteKeyState(db, k) for k in range(keys)]
+        driver = WindowDriver(query, max_cached_keys=cache)
+        base = _rss()
+        for k, state in enumerate(states):
+            events = [(t, _value(t * 7 + k)) for t in range(window)]
+            driver.process(k, events, state)
+            driver.advance_watermark(k, window, state)
+        db.commit()
+        cpu0 = time.process_time()
+        rows = 0
+        for r in range(rounds):
+            t = window + r
+            for k, state in enumerate(states):
+                rows += len(driver.process(k, [(t, _value(t * 7 + k))], state,
+                                           watermark=t).rows)
+            db.commit()
+        cpu = time.process_time() - cpu0
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {"layout": layout, "keys": keys, "window": window, "cache": cache,
+            "measured_events": keys * rounds, "events_per_s": keys * rounds / cpu,
+            "peak_mb": (peak - base) / 2**20, "rows": rows}
+
+
+def _child(kind: str, *args: Any) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, "-m", "benchmarks.kvs_layout", "one", kind,
+                          *map(str, args)], check=True, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONHASHSEED": "0"})
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    print(result, flush=True)
+    return result
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    sizes = [1 << 14, 1 << 16] if quick else [1 << 16, 1 << 18, 1 << 20, 1 << 22]
+    measure = 1 << 14 if quick else 1 << 17
+    single = []
+    for n in sizes:
+        for layout in ("kvs", "memory"):   # alternating, same run
+            single.append(_child("a", layout, n, measure))
+    keys, cache, rounds = (400, 40, 2) if quick else (2000, 200, 3)
+    many = [_child("b", layout, keys, 1000, cache, rounds) for layout in ("kvs", "memory")]
+    return {"machine": machine(), "clock": "process CPU time (time.process_time)",
+            "memory": "peak RSS of the run's own process minus its RSS before the run",
+            "state": "sqlite3 file on /tmp (WAL, synchronous off), commit per call",
+            "one_key": single, "many_keys": many}
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["one"]:
+        kind, layout, *nums = argv[1:]
+        ints = [int(x) for x in nums]
+        result = one_key(layout, *ints) if kind == "a" else many_keys(layout, *ints)
+        print(json.dumps(result))
+        return
+    payload = run("--quick" in argv)
+    if "--quick" not in argv:
+        save("kvs_layout", payload)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
