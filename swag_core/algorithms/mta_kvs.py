@@ -258,10 +258,10 @@ class _Row:
         """Cache the pairs from the one holding ``head`` on, up to the one holding ``p`` and
         at least ``fill`` (not into the tail). ``fill`` doubles on every refill up to
         ``cache_pairs``: a level read once after a reopen reads a pair or two, a level read
-        on and on reaches the full cache after log2(cache_pairs) refills. Pairs the cache holds are kept as they are, never replaced by a
-        stored copy (P17). The dropped ones are dead: a pair is modified only while it holds
-        its level's head, which never moves back, so a modified pair is either dead or
-        from ``head`` on, which the cache keeps."""
+        on and on reaches the full cache after log2(cache_pairs) refills. Pairs the cache
+        holds are kept as they are, never replaced by a stored copy (P17). The dropped ones
+        are dead: a pair is modified only while it holds its level's head, which never moves
+        back, so a modified pair is either dead or from ``head`` on, which the cache keeps."""
         kv = self.kv
         lo = head & ~1
         hi = min(max(lo + 2 * self.fill, (p | 1) + 1), self.tail_from)
