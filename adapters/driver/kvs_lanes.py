@@ -17,7 +17,8 @@ if the lane's algorithm is ``log_mta``) over :class:`~adapters.state.pairs.LaneP
 Which keys: ``Query.layout = "kvs"``: every key with a pair map, from its next load;
 ``"auto"``: a key's lane switches once its structure holds :data:`AUTO_MIN_ENTRIES` entries
 (:data:`AUTO_MIN_ENTRIES_UNBOUNDED` when the driver's cache is unbounded: only memory is
-saved then, no rebuilds); ``"memory"``: never. A key whose map holds a lane's local part keeps
+saved then, no rebuilds), if its partials have a codec encoding (the built-in
+aggregations' do; a user aggregation's may not); ``"memory"``: never. A key whose map holds a lane's local part keeps
 the layout whatever the query says (its log no longer holds that lane's events).
 """
 
@@ -28,9 +29,10 @@ from typing import Any, Final
 from adapters.driver.key_runtime import KeyRuntime, LaneState
 from adapters.driver.position_lanes import CountLane, PolicyLane
 from adapters.driver.time_lane import TimeLane
-from adapters.errors import StateError
+from adapters.errors import CodecError, StateError
 from adapters.query.specs import Query
 from adapters.state.backend import KeyState
+from adapters.state.codec import encode_value
 from adapters.state.pairs import LanePairs
 from swag_core import Window
 from swag_core.algorithms.mta_kvs import KvsAmta, KvsLogMta, _KvsLayout
@@ -72,6 +74,7 @@ class KvsLanes:
         self.eligible = [i for i, lane in enumerate(lanes)
                          if isinstance(lane, TimeLane) and lane.has_over and not lane.sliding]
         self.auto_min = AUTO_MIN_ENTRIES if bounded else AUTO_MIN_ENTRIES_UNBOUNDED
+        self._encodes: dict[int, bool] = {}
 
     def _class(self, i: int) -> type[_KvsLayout]:
         return KvsLogMta if self.lanes[i].algorithm == "log_mta" else KvsAmta
@@ -142,7 +145,7 @@ class KvsLanes:
             ls = lanes[i]
             w = ls.w
             if not isinstance(w, _KvsLayout):
-                if self.layout != "auto" or len(w) < self.auto_min:
+                if self.layout != "auto" or len(w) < self.auto_min or not self._storable(i, w):
                     continue
                 pair_map = _pair_map(state)
                 if pair_map is None:
@@ -153,6 +156,19 @@ class KvsLanes:
             store = w.store
             assert isinstance(store, LanePairs)
             store.commit([self._fingerprint(i), ints, partials])
+
+    def _storable(self, i: int, w: Window) -> bool:
+        """Whether the lane's partials have a codec encoding (tried once per lane, on the
+        oldest entry): ``auto`` leaves a lane of other partials in memory."""
+        ok = self._encodes.get(i)
+        if ok is None:
+            try:
+                encode_value(next(iter(w.items()))[1])
+                ok = True
+            except CodecError:
+                ok = False
+            self._encodes[i] = ok
+        return ok
 
     def _moved(self, i: int, ls: LaneState, pairs: LanePairs) -> _KvsLayout:
         """The structure of ``ls`` moved to the KVS layout (once per key: O(entries))."""

@@ -128,3 +128,22 @@ def test_failed_call_leaves_the_map_as_it_was() -> None:
     with pytest.raises(ValueError, match="negative"):
         driver.advance_watermark("k", 499, state)
     assert state.pair_map().data == before
+
+
+def test_auto_keeps_partials_without_an_encoding_in_memory() -> None:
+    """``auto`` moves a structure only if its partials have a codec encoding: a user
+    aggregation whose partials are arbitrary objects stays in memory, rows unchanged."""
+    class Box:
+        __slots__ = ("x",)
+
+        def __init__(self, x: float) -> None:
+            self.x = x
+
+    agg = Aggregation(combine=lambda a, b: a if a.x >= b.x else b, identity=Box(-math.inf),
+                      lift=Box, lower=lambda b: b.x, name="boxed_max")
+    query = {"windows": [OVER], "aggregations": {"m": agg}}
+    backend = MemoryStateBackend()
+    driver = WindowDriver(query, backend=backend, max_cached_keys=5)
+    calls = [(k, [(t, e["v"]) for t, e in events], wm) for k, events, wm in _calls(2500)]
+    rows = _run(query, calls, backend, driver)
+    assert len(rows) > 2400 and not backend.key_state("k").pair_map().data
