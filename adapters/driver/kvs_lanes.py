@@ -18,8 +18,9 @@ Which keys: ``Query.layout = "kvs"``: every key with a pair map, from its next l
 ``"auto"``: a key's lane switches once its structure holds :data:`AUTO_MIN_ENTRIES` entries
 (:data:`AUTO_MIN_ENTRIES_UNBOUNDED` when the driver's cache is unbounded: only memory is
 saved then, no rebuilds), if its partials have a codec encoding (the built-in
-aggregations' do; a user aggregation's may not); ``"memory"``: never. A key whose map holds a lane's local part keeps
-the layout whatever the query says (its log no longer holds that lane's events).
+aggregations' do; a user aggregation's may not); ``"memory"``: never. A key whose map
+holds a lane's local part keeps the layout whatever the query says (its log no longer holds
+that lane's events).
 """
 
 from __future__ import annotations
