@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -115,6 +116,9 @@ def one_key(layout: str, n: int, measure: int) -> dict[str, Any]:
         db = _db(f"{tmp}/state.db")
         state = SqliteKeyState(db, 0)
         driver = WindowDriver(query)
+        trace = os.environ.get("BENCH_TRACE") == "1"
+        if trace:
+            tracemalloc.start()
         base = _rss()
         total = n + measure
         cpu0 = 0.0
@@ -127,7 +131,10 @@ def one_key(layout: str, n: int, measure: int) -> dict[str, Any]:
             db.commit()
         cpu = time.process_time() - cpu0
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        traced = tracemalloc.get_traced_memory()[1] / 2**20 if trace else None
         size = sum(os.path.getsize(f"{tmp}/{f}") for f in os.listdir(tmp))
+    if trace:
+        return {"layout": layout, "n": n, "python_peak_mb": traced}
     return {"layout": layout, "n": n, "measured_events": measure, "events_per_s": measure / cpu,
             "resident_mb": (peak - base) / 2**20, "rows": rows, "db_mb": size / 2**20}
 
