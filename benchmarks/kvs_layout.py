@@ -194,6 +194,51 @@ def run(quick: bool = False) -> dict[str, Any]:
             "one_key": single, "many_keys": many}
 
 
+def markdown(payload: dict[str, Any]) -> str:
+    """The ``docs/benchmarks.md`` section of a recorded run."""
+    from benchmarks.report import goal, machine_line, table
+
+    one = payload["one_key"]
+    out = ["## KVS layout: per-event windows with the structure in the key's map state "
+           "(issue 17)\n", machine_line(payload),
+           f"Clock: {payload['clock']}; memory: {payload['memory']}; state: "
+           f"{payload['state']}. Every configuration in its own process, the two layouts "
+           f"alternating in one run (`python -m benchmarks.kvs_layout`; "
+           f"`benchmarks/results/kvs_layout.json`). The machine was shared with other jobs.\n",
+           "(a) One key, OVER window of n events (`range = n - 1` ms, one event per ms), max, "
+           "calls of 1,024 events: n events fill the window, then the events/s are measured "
+           "while it slides.\n"]
+    rows = []
+    for r in one:
+        rows.append([f"2^{r['n'].bit_length() - 1}", r["layout"], f"{r['events_per_s']:,.0f}",
+                     f"{r['resident_mb']:.1f}", f"{r['db_mb']:.0f}"])
+    out.append(table(["n", "layout", "events/s", "resident MB (peak RSS delta)",
+                      "state on disk MB"], rows))
+    kvs = [r for r in one if r["layout"] == "kvs"]
+    if len(kvs) > 1:
+        low = min(r["resident_mb"] for r in kvs)
+        high = max(r["resident_mb"] for r in kvs)
+        span = f"2^{kvs[0]['n'].bit_length() - 1} to 2^{kvs[-1]['n'].bit_length() - 1}"
+        out.append(goal(f"KVS resident memory flat within 2x from {span}",
+                        high <= 2 * max(low, 1.0),
+                        f"{low:.1f} to {high:.1f} MB"))
+    many = {r["layout"]: r for r in payload["many_keys"]}
+    if len(many) == 2:
+        k, m = many["kvs"], many["memory"]
+        out.append(f"\n(b) {k['keys']:,} keys with {k['window']:,} events each in an OVER "
+                   f"window, `max_cached_keys={k['cache']:,}`, then one event per key round "
+                   f"robin ({k['measured_events']:,} events measured): every call misses the "
+                   f"cache.\n")
+        out.append(table(["layout", "events/s", "peak MB (RSS delta)"],
+                         [[r["layout"], f"{r['events_per_s']:,.0f}", f"{r['peak_mb']:.0f}"]
+                          for r in (k, m)]))
+        ratio = k["events_per_s"] / m["events_per_s"]
+        out.append(goal("(b) KVS at least 10x the rebuild-on-miss events/s", ratio >= 10,
+                        f"{ratio:.1f}x"))
+    out.append("")
+    return "\n".join(out)
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["one"]:
         kind, layout, *nums = argv[1:]
