@@ -43,7 +43,7 @@ def test_against_brute_force(kvs: type, name: str) -> None:
     """The in-memory classes' brute-force history test (insert, bulk insert, evict,
     bulk_evict, enforce, query_since, invariants after every step), on a window whose
     cache and buffer hold one or two pairs."""
-    @settings(max_examples=60)
+    @settings(max_examples=30)
     @given(st.data(), st.integers(1, 2), st.integers(1, 3))
     def check(data: st.DataObject, cache: int, buffer: int) -> None:
         run_steps(data, partial(kvs, cache_pairs=cache, buffer_pairs=buffer), name)
@@ -52,7 +52,7 @@ def test_against_brute_force(kvs: type, name: str) -> None:
 
 
 @pytest.mark.parametrize("kvs,mem", PAIRS)
-@settings(max_examples=40)
+@settings(max_examples=25)
 @given(data=st.data(), cache=st.integers(1, 3), buffer=st.integers(1, 4))
 def test_same_as_in_memory_class(kvs: type, mem: type, data: st.DataObject, cache: int,
                                  buffer: int) -> None:
