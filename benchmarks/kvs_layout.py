@@ -188,7 +188,8 @@ def run(quick: bool = False) -> dict[str, Any]:
             single.append(_child("a", layout, n, measure))
     keys, cache, rounds = (400, 40, 2) if quick else (2000, 200, 3)
     many = [_child("b", layout, keys, 1000, cache, rounds) for layout in ("kvs", "memory")]
-    return {"machine": machine(), "clock": "process CPU time (time.process_time)",
+    clock = "process CPU time (time.process_time)"
+    return {"machine": {**machine(), "clock": clock}, "clock": clock,
             "memory": "peak RSS of the run's own process minus its RSS before the run",
             "state": "sqlite3 file on /tmp (WAL, synchronous off), commit per call",
             "one_key": single, "many_keys": many}
@@ -222,6 +223,18 @@ def markdown(payload: dict[str, Any]) -> str:
         out.append(goal(f"KVS resident memory flat within 2x from {span}",
                         high <= 2 * max(low, 1.0),
                         f"{low:.1f} to {high:.1f} MB"))
+    traced = payload.get("python_peak_traced")
+    if traced:
+        peaks = ", ".join(f"{r['python_peak_mb']:.2f} MB at n = 2^{r['n'].bit_length() - 1}"
+                          for r in traced["runs"])
+        out.append(f"\nPython allocations alone (tracemalloc peak, {traced['note']}): "
+                   f"KVS {peaks}.\n")
+    reruns = payload.get("reruns")
+    if reruns:
+        again = ", ".join(f"{r['resident_mb']:.1f} MB" for r in reruns["runs"])
+        out.append(f"{reruns['note']}: {again}. The RSS figure at 2^16 is not noise, but it "
+                   f"is not growth either (2^18 to 2^22 stay at 3 MB); what holds it is "
+                   f"outside what tracemalloc traces and was not investigated.\n")
     many = {r["layout"]: r for r in payload["many_keys"]}
     if len(many) == 2:
         k, m = many["kvs"], many["memory"]
@@ -235,6 +248,13 @@ def markdown(payload: dict[str, Any]) -> str:
         ratio = k["events_per_s"] / m["events_per_s"]
         out.append(goal("(b) KVS at least 10x the rebuild-on-miss events/s", ratio >= 10,
                         f"{ratio:.1f}x"))
+        out.append(f"\nPer call: {1e3 / k['events_per_s']:.2f} ms with the KVS layout (read "
+                   f"the key's meta, its log of pending events, the structure's local record "
+                   f"and the levels the operation touches, decode them, write the changed "
+                   f"pairs) against {1e3 / m['events_per_s']:.2f} ms for a rebuild of "
+                   f"{m['window']:,} events. The rebuild grows with the window, the reopen "
+                   f"does not; at 1,000 events the fixed per-call costs keep the ratio below "
+                   f"the goal.")
     out.append("")
     return "\n".join(out)
 
