@@ -44,6 +44,7 @@ from adapters.driver.key_runtime import (
     Record,
     pop_segments,
 )
+from adapters.driver.kvs_lanes import KvsLanes, is_kvs
 from adapters.driver.position_lanes import CountLane, PolicyLane
 from adapters.driver.time_lane import TimeLane, end_after
 from adapters.errors import BadEventError, CodecError, StateError
@@ -96,6 +97,8 @@ class KeyStore:
         self._per_event = any(not isinstance(lane, TimeLane) or lane.has_over
                               for lane in lanes)
         self._write_meta = MetaWriter(query.fingerprint)
+        #: the lanes that may keep their structure in the key's map state (KVS layout)
+        self.kvs = KvsLanes(query, lanes, max_cached_keys is not None)
 
     # ------------------------------------------------------------------ the cache
     def cached(self, key: Any) -> KeyRuntime | None:
@@ -137,7 +140,11 @@ class KeyStore:
                 f"key {key!r}: its state keeps no event log (TransientKeyState) and its "
                 f"structures are no longer cached, so they cannot be rebuilt; do not drop "
                 f"the cache of such a key nor bound max_cached_keys below the live keys")
-        rt = self._new_runtime() if meta is None else self._rebuild(key, state, meta)
+        if meta is None:
+            rt = self._new_runtime()
+            self.kvs.new_key(rt, key, state)
+        else:
+            rt = self._rebuild(key, state, meta)
         self.remember(key, rt)
         return rt
 
@@ -167,8 +174,10 @@ class KeyStore:
         rt.pending_min = pending[0][0] if pending else INF
         rt.times = [r[0] for r in released]
         policy_lengths = iter(meta.get("pol", []))
-        for lane, ls in zip(self.lanes, rt.lanes):
-            lane.restore(ls, rt, released, b, key, policy_lengths)
+        reopened = self.kvs.reopen(rt, key, state, b)
+        for i, (lane, ls) in enumerate(zip(self.lanes, rt.lanes)):
+            if i not in reopened:
+                lane.restore(ls, rt, released, b, key, policy_lengths)
         # retain what a live runtime retains (``trim_log``): the log keeps whole entries,
         # some older than the lanes need
         rt.head = bisect_left(rt.times, self.retention_bound(rt, b))
@@ -203,11 +212,14 @@ class KeyStore:
 
     # ------------------------------------------------------------------ saving
     def write(self, state: KeyState, rt: KeyCounters, removal: Removal,
-              entry: tuple[int, int, bytes] | None, policy: str = "") -> None:
+              entry: tuple[int, int, bytes] | None, policy: str = "", key: Any = None) -> None:
         """A call's state writes for one key (``rt``: its runtime, per-key or cross-key;
-        ``policy``: :meth:`policy_lengths`): log removals, the new log entry, then the
+        ``policy``: :meth:`policy_lengths`): the structures in the KVS layout (per-key
+        runtimes; ``key`` names the key), log removals, the new log entry, then the
         metadata, which the runtime remembers (a restart or the other path is detected by it
         changing)."""
+        if self.kvs.eligible and isinstance(rt, KeyRuntime):
+            self.kvs.save(rt, key, state)
         meta = self._write_meta(rt.wm, rt.seq, rt.released, rt.late, policy)
         if removal is not None:
             state.remove_events(*removal)
@@ -327,6 +339,8 @@ class KeyStore:
         lane :meth:`~adapters.driver.time_lane.TimeLane.need`)."""
         bound = b
         for lane, ls in zip(self.lanes, rt.lanes):
+            if is_kvs(ls.w):
+                continue  # durable in the key's map state: the log keeps its pending only
             need = lane.retention(ls, rt, b)
             if need < bound:
                 bound = need

@@ -395,7 +395,7 @@ class WindowDriver:
                 rt.seq = seq + len(records)
             if late:
                 rt.late += len(late)
-            store.write(state, rt, removal, entry, store.policy_lengths(rt))
+            store.write(state, rt, removal, entry, store.policy_lengths(rt), key)
         except BaseException:
             store.forget(key)  # the cache may be half-changed: rebuild from state
             raise

@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final
 
 from adapters.errors import QuerySpecError
 from swag_core import Aggregation, product
@@ -681,6 +681,10 @@ def exact_number(x: Any) -> int | Fraction:
 # =====================================================================================
 # the query
 # =====================================================================================
+#: the values of :attr:`Query.layout`
+LAYOUTS: Final = ("auto", "memory", "kvs")
+
+
 @dataclass(frozen=True)
 class Query:
     """Window specs, output aggregations and the allowed lateness of one stateful query.
@@ -698,6 +702,12 @@ class Query:
         nulls: how the built-in aggregations of :meth:`build` treat missing values
             (``None``, NaN): ``"skip"`` (default, SQL and pandas) or ``"error"``
             (:func:`parse_aggregation`). Recorded here; the outputs carry it.
+        layout: where the per-event (OVER) structures of a key live (:data:`LAYOUTS`;
+            ``docs/adapters.md``, "KVS layout"): ``"memory"`` (in process memory, rebuilt
+            from the event log on a cache miss), ``"kvs"`` (the MTA paper's KVS layout in the
+            key's engine map state, O(log n) in memory, where the state offers a pair map) or
+            ``"auto"`` (default: ``"kvs"`` for a key once its structure is large, see
+            :data:`adapters.driver.kvs_lanes.AUTO_MIN_ENTRIES`).
     """
 
     windows: tuple[WindowSpec, ...]
@@ -705,6 +715,7 @@ class Query:
     allowed_lateness: int = 0
     algorithm: str | None = None
     nulls: str = "skip"
+    layout: str = "auto"
     _fingerprint: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -717,6 +728,9 @@ class Query:
             raise QuerySpecError("aggregations", f"duplicate output names in {names}")
         _check_int("allowed_lateness", self.allowed_lateness, 0)
         check_nulls(self.nulls)
+        if self.layout not in LAYOUTS:
+            raise QuerySpecError("layout", f"must be one of {', '.join(LAYOUTS)}, got "
+                                           f"{self.layout!r}")
         if self.algorithm is not None and not isinstance(self.algorithm, str):
             raise QuerySpecError("algorithm", f"must be an algorithm name, got "
                                               f"{self.algorithm!r}")
@@ -735,7 +749,7 @@ class Query:
     @classmethod
     def build(cls, windows: Sequence[Any] | Any, aggregations: Mapping[str, Any] | Any,
               allowed_lateness: int = 0, algorithm: str | None = None,
-              nulls: str = "skip") -> Query:
+              nulls: str = "skip", layout: str = "auto") -> Query:
         """A query from window specs (objects or dicts; one spec alone is fine) and a mapping
         ``{output name: aggregation spec}`` (or a single Aggregation-like, named after it);
         ``nulls`` applies to the built-in aggregations given as dicts."""
@@ -752,23 +766,23 @@ class Query:
         parsed_aggs = tuple(parse_aggregation(n, s, nulls=nulls)
                             for n, s in aggregations.items())
         lateness = _check_int("allowed_lateness", allowed_lateness, 0)
-        return cls(parsed_windows, parsed_aggs, lateness, algorithm, nulls)
+        return cls(parsed_windows, parsed_aggs, lateness, algorithm, nulls, layout)
 
 
 def parse_query(spec: Any) -> Query:
     """A :class:`Query` from its dict form ``{"windows": [...], "aggregations": {...},
-    "allowed_lateness": 0, "algorithm": null, "nulls": "skip"}`` (a :class:`Query` is
-    returned as is)."""
+    "allowed_lateness": 0, "algorithm": null, "nulls": "skip", "layout": "auto"}`` (a
+    :class:`Query` is returned as is)."""
     if isinstance(spec, Query):
         return spec
     if not isinstance(spec, Mapping):
         raise QuerySpecError("query", f"must be a dict or a Query, got {spec!r}")
     unknown = set(spec) - {"windows", "aggregations", "allowed_lateness", "algorithm",
-                           "nulls"}
+                           "nulls", "layout"}
     if unknown:
         raise QuerySpecError(sorted(unknown)[0], "unknown query field (fields: windows, "
                                                  "aggregations, allowed_lateness, algorithm, "
-                                                 "nulls)")
+                                                 "nulls, layout)")
     if "windows" not in spec:
         raise QuerySpecError("windows", "required")
     if "aggregations" not in spec:
@@ -777,7 +791,7 @@ def parse_query(spec: Any) -> Query:
         raise QuerySpecError("aggregations", "must be an object {output name: spec}")
     return Query.build(spec["windows"], spec["aggregations"],
                        spec.get("allowed_lateness", 0), spec.get("algorithm"),
-                       spec.get("nulls", "skip"))
+                       spec.get("nulls", "skip"), spec.get("layout", "auto"))
 
 
 def lifted_aggregation(specs: tuple[AggSpec, ...]) -> Aggregation:

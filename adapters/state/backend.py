@@ -32,6 +32,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from adapters.errors import StateError
+from adapters.state.pairs import MemoryPairMap
 
 #: One log entry: (event time in ms, arrival sequence number, encoded value).
 LogEntry = tuple[int, int, bytes]
@@ -98,6 +99,12 @@ class KeyState(Protocol):
     # An implementation may set a class attribute ``keeps_log = False`` (see
     # :class:`TransientKeyState`): the driver then writes no log entries and never rebuilds
     # the key from this state. Absent means True.
+    #
+    # Optional capability ``pair_map() -> adapters.state.pairs.PairMap``: the key's map
+    # ``int -> bytes`` (an engine's keyed map state). With it the driver can keep per-event
+    # window structures in the MTA paper's KVS layout (``docs/adapters.md``, "KVS layout"):
+    # a cache miss or a restart then reopens them in O(log n) reads instead of rebuilding
+    # them from the event log. Absent: the in-memory layout.
 
 
 @runtime_checkable
@@ -120,7 +127,8 @@ class MemoryKeyState:
     newest is O(1) each, an older entry costs O(entries newer than it).
     """
 
-    __slots__ = ("_log", "_meta", "bytes_written", "entries_removed", "meta_writes", "strict")
+    __slots__ = ("_log", "_meta", "_pairs", "bytes_written", "entries_removed", "meta_writes",
+                 "strict")
 
     def __init__(self, strict: bool = True) -> None:
         self._meta: bytes | None = None
@@ -129,6 +137,13 @@ class MemoryKeyState:
         self.entries_removed = 0
         self.meta_writes = 0
         self.strict = strict
+        self._pairs: MemoryPairMap | None = None
+
+    def pair_map(self) -> MemoryPairMap:
+        """The key's pair map (the KVS layout's store, created empty on first use)."""
+        if self._pairs is None:
+            self._pairs = MemoryPairMap()
+        return self._pairs
 
     def get_meta(self) -> bytes | None:
         return self._meta
@@ -195,6 +210,8 @@ class MemoryKeyState:
         other = MemoryKeyState(self.strict)
         other._meta = self._meta
         other._log = list(self._log)
+        if self._pairs is not None:
+            other._pairs = MemoryPairMap(dict(self._pairs.data))
         return other
 
 

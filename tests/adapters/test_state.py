@@ -29,10 +29,12 @@ def _steady_bytes_per_event(window_events: int, measured: int = 1000) -> tuple[f
     Both runs first stream the same 110,010 events, so that the counters in the metadata have
     the same number of digits: only the window size differs. The oldest go in one call (one
     log entry, a segment); the last ``window_events + 10`` one per call, so that the segment
-    is gone before the measurement.
+    is gone before the measurement. The log layout is pinned (``layout="memory"``): with
+    ``"auto"`` a window of 10^5 events moves to the KVS layout, whose log keeps pending
+    events only.
     """
     driver = WindowDriver({"windows": [{"kind": "over", "range": window_events - 1}],
-                           "aggregations": MAX_V})
+                           "aggregations": MAX_V, "layout": "memory"})
     state = MemoryKeyState()
     fill = 110_010
     bulk = fill - window_events - 10

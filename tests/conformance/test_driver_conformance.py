@@ -8,6 +8,8 @@ honoured, every key advanced on every watermark, one call per event; see
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from swag_core import ALGORITHMS
@@ -57,3 +59,36 @@ def test_driver_conforms_with_every_algorithm(algorithm: str) -> None:
     assert not failures, f"{algorithm}: {len(failures)} of {ran} scenarios differ:\n" + \
         "\n".join(failures)
     assert ran > 0
+
+
+def _with_layout(scenario: dict, layout: str) -> dict:
+    query = scenario["query"]
+    query = dict(query) if isinstance(query, dict) else query.to_dict()
+    return {**scenario, "query": {**query, "layout": layout}}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_driver_conforms_with_kvs_layout(name: str) -> None:
+    """Every scenario with the per-event structures forced into the KVS layout (the key's
+    pair map), three ways: plain, with a crash-restart after every step (a snapshot of the
+    state, maps included), and with a cache of one key (a reopen on every key change).
+    Same rows as the oracle; where the query has an OVER window, the maps hold its pairs."""
+    from adapters import run_scenario
+
+    scenario = _with_layout(corpus.load(name), "kvs")
+    steps = range(len(scenario["steps"]))
+    runs: list[Any] = []
+
+    def engine(s: dict, options: dict) -> dict:
+        result = run_scenario(s, **options)
+        runs.append(result)
+        return {"rows": result.rows, "late": result.late}
+
+    for options in ({}, {"restart_after": steps}, {"max_cached_keys": 1}):
+        outcome = check(lambda s, o=options: engine(s, o), scenario)
+        assert outcome.ok, (options, outcome.message)
+    for result in runs:
+        if result.driver.key_store.kvs.eligible:
+            maps = [result.backend.key_state(k).pair_map().data
+                    for k in result.backend.keys()]  # noqa: SIM118 (a method)
+            assert any(maps), "an OVER query with layout='kvs' must use the pair maps"

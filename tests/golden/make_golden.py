@@ -49,6 +49,26 @@ def _checkpoint(spec: dict[str, Any]) -> dict[str, Any]:
             "log": [_entry(*e) for e in log], "rows_at_end": json.loads(json.dumps(rows))}
 
 
+def _kvs_checkpoint(spec: dict[str, Any]) -> dict[str, Any]:
+    """:func:`_checkpoint` for a KVS-layout query: also the key's pair map."""
+    state = MemoryKeyState()
+    driver = WindowDriver(spec["query"])
+    for call in spec["calls"]:
+        events = [(t, {"v": v}) for t, v in call["events"]]
+        driver.process("k", events, state)
+        if call["watermark"] is not None:
+            driver.advance_watermark("k", call["watermark"], state)
+    meta = state.get_meta()
+    assert meta is not None
+    pairs = state.pair_map().data
+    restored = state.copy()
+    rows = WindowDriver(spec["query"]).advance_watermark("k", "end", restored).rows
+    return {"query": spec["query"], "meta_hex": meta.hex(),
+            "log": [_entry(*e) for e in state.entries()],
+            "pairs": {str(k): v.hex() for k, v in sorted(pairs.items())},
+            "rows_at_end": json.loads(json.dumps(rows))}
+
+
 def _v1_checkpoint() -> dict[str, Any]:
     spec = samples.V1_CHECKPOINT
     meta = dict(spec["meta"])
@@ -146,6 +166,8 @@ def build() -> dict[str, dict[str, Any]]:
                                 for name, spec in samples.CHECKPOINTS.items()},
                              "codec_v1": _v1_checkpoint()},
         "unknown_versions.json": _unknown_versions(),
+        "kvs_pairs.json": {name: _kvs_checkpoint(spec)
+                           for name, spec in samples.KVS_CHECKPOINTS.items()},
     }
 
 

@@ -132,3 +132,26 @@ V1_CHECKPOINT: dict[str, Any] = {
     "log": [(3, 0, b'{"id":0,"v":0.5}'), (5, 1, b'{"id":1,"v":1.5}'),
             (7, 2, b'{"id":2,"v":2.5}'), (12, 3, b'{"id":3,"v":3.5}')],
 }
+
+
+#: KVS-layout checkpoints (``adapters/state/pairs.py``): one key, calls on an OVER query with
+#: ``layout="kvs"``; recorded: meta, log (the entries with pending events only) and the pair
+#: map. Enough events that pairs leave the tails (levels of several pairs); the first call's
+#: log entry is trimmed by the second, so its events are in the map only.
+KVS_CHECKPOINTS: dict[str, dict[str, Any]] = {
+    "over_max_amta": {
+        "query": {"windows": [{"kind": "over", "range": 6}],
+                  "aggregations": {"c": {"fn": "count"},
+                                   "m": {"fn": "max", "field": "v"}},
+                  "layout": "kvs"},
+        "calls": [{"events": [[t, (t * 7) % 11] for t in range(1, 20)], "watermark": 12},
+                  {"events": [[20, 3], [21, 9]], "watermark": 20}],
+    },
+    "over_collect_log_mta": {
+        "query": {"windows": [{"kind": "over", "range": 8}],
+                  "aggregations": {"ids": {"fn": "collect", "field": "v"}},
+                  "algorithm": "log_mta", "layout": "kvs"},
+        "calls": [{"events": [[t, t] for t in range(0, 30, 2)], "watermark": 25},
+                  {"events": [[31, 100]], "watermark": 29}],
+    },
+}

@@ -1,0 +1,149 @@
+"""The driver's KVS layout (``adapters/driver/kvs_lanes.py``): per-event structures kept in
+the key's pair map give the in-memory layout's rows, keep the log to pending events and the
+runtime small, survive restarts and cache misses by reopening, and refuse state written for
+another aggregation."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from adapters import StateError, WindowDriver
+from adapters.driver.kvs_lanes import CACHE_PAIRS
+from adapters.state.backend import MemoryKeyState, MemoryStateBackend
+from swag_core import Aggregation
+from swag_core.algorithms.mta_kvs import KvsAmta, KvsLogMta
+
+OVER = {"kind": "over", "range": 1500}
+AGGS = {"m": {"fn": "max", "field": "v"}, "ids": {"fn": "collect", "field": "v"}}
+
+
+def _query(layout: str, algorithm: str | None = None, aggs: Any = None) -> dict[str, Any]:
+    return {"windows": [OVER], "aggregations": aggs or {"m": {"fn": "max", "field": "v"}},
+            "layout": layout, "algorithm": algorithm}
+
+
+def _calls(n: int, keys: tuple[str, ...] = ("k",)) -> list[tuple[str, list[Any], int]]:
+    """Calls of 25 events per key, round robin, the watermark trailing by 30 ms."""
+    calls = []
+    for start in range(0, n, 25):
+        for key in keys:
+            events = [(t, {"v": (t * 37) % 101}) for t in range(start, min(start + 25, n))]
+            calls.append((key, events, start - 30))
+    return calls
+
+
+def _run(query: dict[str, Any], calls: list[Any], backend: MemoryStateBackend,
+         driver: WindowDriver | None = None, **options: Any) -> list[Any]:
+    driver = driver or WindowDriver(query, backend=backend, **options)
+    rows = []
+    for key, events, wm in calls:
+        rows += driver.process(key, events, backend.key_state(key), watermark=wm).rows
+    return rows
+
+
+@pytest.mark.parametrize("algorithm,cls", [(None, KvsAmta), ("log_mta", KvsLogMta)])
+def test_same_rows_small_log_small_runtime(algorithm: str | None, cls: type) -> None:
+    """4,000 events, windows of about 1,500: the rows of the memory layout; the log keeps
+    the entries with pending events only, the runtime a few released times, the structure
+    O(log n) pairs locally (tails, a cache per level, the buffer) and the map the window's
+    pairs."""
+    calls = _calls(4000)
+    memory = _run(_query("memory", algorithm), calls, MemoryStateBackend())
+    backend = MemoryStateBackend()
+    driver = WindowDriver(_query("kvs", algorithm), backend=backend)
+    rows = _run(_query("kvs", algorithm), calls, backend, driver)
+    assert rows == memory and len(rows) > 3900
+    state = backend.key_state("k")
+    assert len(state) <= 3
+    rt = driver.key_store.cached("k")
+    assert rt is not None
+    assert len(rt.times) - rt.head <= 50
+    w = rt.lanes[0].w
+    assert type(w) is cls
+    assert len(w) >= 1500
+    h = math.log2(len(w)) + 2
+    assert w.resident_pairs() <= 2 * h + CACHE_PAIRS * h + CACHE_PAIRS + 3
+    assert len(state.pair_map().data) >= len(w) // 2
+
+
+def test_restarts_and_cache_misses_reopen() -> None:
+    """Two keys, a cache of one key (a reopen on every call) and a crash-restart from a
+    snapshot half-way: the rows of the memory layout; the reopen reads no log entry."""
+    calls = _calls(2000, ("a", "b"))
+    memory = _run(_query("memory"), calls, MemoryStateBackend())
+    backend = MemoryStateBackend()
+    half = len(calls) // 2
+    rows = _run(_query("kvs"), calls[:half], backend, max_cached_keys=1)
+    restored = MemoryStateBackend.restore(backend.snapshot())
+    rows += _run(_query("kvs"), calls[half:], restored, max_cached_keys=1)
+    assert rows == memory
+
+
+def test_auto_moves_large_structures() -> None:
+    """``layout="auto"`` with a bounded cache: a key's structure moves to the map once it
+    holds 1,024 entries; a small key's stays in memory; rows unchanged."""
+    calls = _calls(2500, ("big",)) + _calls(100, ("small",))
+    query = _query("auto")
+    memory = _run({**query, "layout": "memory"}, calls, MemoryStateBackend())
+    backend = MemoryStateBackend()
+    driver = WindowDriver(query, backend=backend, max_cached_keys=5)
+    assert _run(query, calls, backend, driver) == memory
+    big, small = driver.key_store.cached("big"), driver.key_store.cached("small")
+    assert big is not None and small is not None
+    assert type(big.lanes[0].w) is KvsAmta and type(small.lanes[0].w) is not KvsAmta
+    assert backend.key_state("big").pair_map().data
+    assert not backend.key_state("small").pair_map().data
+
+
+def test_state_of_another_aggregation_is_refused() -> None:
+    """The map keeps aggregates, not events: a query with other aggregations is refused
+    with an error naming the key."""
+    backend = MemoryStateBackend()
+    _run(_query("kvs"), _calls(200), backend)
+    other = WindowDriver(_query("kvs", aggs=AGGS), backend=backend)
+    with pytest.raises(StateError, match=r"key 'k'.*stored for"):
+        other.process("k", [(500, {"v": 1})], backend.key_state("k"), watermark=480)
+
+
+def test_failed_call_leaves_the_map_as_it_was() -> None:
+    """A combine that fails half-way through a call: the key's map holds what the last
+    completed call wrote (the call's pairs are written at its end only)."""
+    def combine(a: int, b: int) -> int:
+        if b < 0:
+            raise ValueError("negative")
+        return max(a, b)
+
+    agg = Aggregation(combine=combine, identity=-1, name="strict_max")
+    query = {"windows": [OVER], "aggregations": {"m": agg}, "layout": "kvs"}
+    state = MemoryKeyState()
+    driver = WindowDriver(query)
+    driver.process("k", [(t, t % 50) for t in range(300)], state)
+    assert driver.advance_watermark("k", 250, state).rows
+    before = dict(state.pair_map().data)
+    assert before
+    driver.process("k", [(300 + t, 5 - t) for t in range(200)], state)
+    with pytest.raises(ValueError, match="negative"):
+        driver.advance_watermark("k", 499, state)
+    assert state.pair_map().data == before
+
+
+def test_auto_keeps_partials_without_an_encoding_in_memory() -> None:
+    """``auto`` moves a structure only if its partials have a codec encoding: a user
+    aggregation whose partials are arbitrary objects stays in memory, rows unchanged."""
+    class Box:
+        __slots__ = ("x",)
+
+        def __init__(self, x: float) -> None:
+            self.x = x
+
+    agg = Aggregation(combine=lambda a, b: a if a.x >= b.x else b, identity=Box(-math.inf),
+                      lift=Box, lower=lambda b: b.x, name="boxed_max")
+    query = {"windows": [OVER], "aggregations": {"m": agg}}
+    backend = MemoryStateBackend()
+    driver = WindowDriver(query, backend=backend, max_cached_keys=5)
+    calls = [(k, [(t, e["v"]) for t, e in events], wm) for k, events, wm in _calls(2500)]
+    rows = _run(query, calls, backend, driver)
+    assert len(rows) > 2400 and not backend.key_state("k").pair_map().data
