@@ -140,8 +140,10 @@ class KvsLanes:
     # ------------------------------------------------------------------ save
     def save(self, rt: KeyRuntime, key: Any, state: KeyState) -> None:
         """Write every KVS structure of ``rt`` (flushed, with its local part) to the key's
-        map; under ``layout="auto"`` first move a structure that became large there."""
+        map; under ``layout="auto"`` first move a structure that became large there. Every
+        lane is encoded before any is written: an encoding error writes nothing."""
         lanes = rt.lanes
+        writes = []
         for i in self.eligible:
             ls = lanes[i]
             w = ls.w
@@ -156,7 +158,9 @@ class KvsLanes:
             ints, partials = w.local_state()
             store = w.store
             assert isinstance(store, LanePairs)
-            store.commit([self._fingerprint(i), ints, partials])
+            writes.append((store, store.encode([self._fingerprint(i), ints, partials])))
+        for store, (gone, puts) in writes:
+            store.apply(gone, puts)
 
     def _storable(self, i: int, w: Window) -> bool:
         """Whether the lane's partials have a codec encoding (tried once per lane, on the

@@ -124,12 +124,18 @@ class LanePairs:
         for s in slots:
             pending[s] = _DELETED
 
-    def commit(self, local: list[Any]) -> None:
-        """Write the call's pairs and the structure's local part ``local`` to the map."""
+    def encode(self, local: list[Any]) -> tuple[list[int], list[tuple[int, bytes]]]:
+        """The map writes of the call's pairs and the structure's local part ``local``:
+        ``(slots to delete, (slot, bytes) to put)``; writes nothing (an encoding error leaves
+        the map as it was)."""
         lane = self.lane
         puts = [(lane | s, encode_value(v)) for s, v in self.pending.items() if v is not _DELETED]
         puts.append((lane | LOCAL, encode_value([PAIRS_VERSION, *local])))
         gone = [lane | s for s, v in self.pending.items() if v is _DELETED]
+        return gone, puts
+
+    def apply(self, gone: list[int], puts: list[tuple[int, bytes]]) -> None:
+        """Write what :meth:`encode` returned and forget the call's pairs."""
         if gone:
             self.map.delete_many(gone)
         self.map.put_many(puts)
