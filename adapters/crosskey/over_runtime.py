@@ -127,31 +127,31 @@ def frame_bounds(times: Any, r: int, ids: Any = None) -> tuple[Any, Any]:
     """``(lo, hi)`` per event: its frame is rows ``lo .. hi - 1`` (see the module
     docstring). ``times`` int64 sorted within each key; ``ids`` (non-negative ints, sorted)
     the key of each row, or ``None`` for one key."""
-    n = len(times)
-    if not n:
-        return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    if ids is None:
+        ids = np.zeros(len(times), np.int64)
+    return frames_at(ids, times, ids, times, r)
+
+
+def frames_at(ids: Any, times: Any, q_ids: Any, q_times: Any, r: int) -> tuple[Any, Any]:
+    """``(lo, hi)`` per query row ``(q_ids[j], q_times[j])``: the rows of ``(ids, times)``
+    (sorted by (id, time)) of key ``q_ids[j]`` with time in ``[q_times[j] - r, q_times[j]]``.
+    Every query time lies within the data's time span."""
+    if not len(q_ids) or not len(ids):
+        return np.zeros(len(q_ids), np.intp), np.zeros(len(q_ids), np.intp)
     t0, t1 = int(times.min()), int(times.max())
     r = min(r, t1 - t0 + 1)  # an older start holds the same rows
     span = t1 - t0 + r + 1
-    top = 1 if ids is None else int(ids[-1]) + 1
-    if span * top < 2**62:  # times shifted to 0 .. span - 1, keys side by side
-        key = times - (t0 - r)
-        if ids is not None:
-            key = key + ids.astype(np.int64) * span
-        return np.searchsorted(key, key - r, "left"), np.searchsorted(key, key, "right")
-    # times spanning most of int64: Python ints, per key
-    ts = times.tolist()
-    keys = [0] * n if ids is None else ids.tolist()
-    lo, hi = np.empty(n, np.intp), np.empty(n, np.intp)
-    a = 0
-    while a < n:
-        e = a + 1
-        while e < n and keys[e] == keys[a]:
-            e += 1
-        for i in range(a, e):
-            lo[i] = bisect_left(ts, ts[i] - r, a, e)
-            hi[i] = bisect_right(ts, ts[i], a, e)
-        a = e
+    if span * (int(ids[-1]) + 1) < 2**62:  # times shifted to 0 .. span - 1, keys side by side
+        key = (times - (t0 - r)) + ids.astype(np.int64) * span
+        q = (q_times - (t0 - r)) + q_ids.astype(np.int64) * span
+        return np.searchsorted(key, q - r, "left"), np.searchsorted(key, q, "right")
+    # times spanning most of int64: Python ints, per query
+    ts, ks = times.tolist(), ids.tolist()
+    lo, hi = np.empty(len(q_ids), np.intp), np.empty(len(q_ids), np.intp)
+    for j, (k, t) in enumerate(zip(q_ids.tolist(), q_times.tolist())):
+        a, e = bisect_left(ks, k), bisect_right(ks, k)
+        lo[j] = bisect_left(ts, t - r, a, e)
+        hi[j] = bisect_right(ts, t, a, e)
     return lo, hi
 
 
@@ -175,14 +175,14 @@ def over_values(out: OverOutput, lo: Any, hi: Any, column: Column | None) -> Val
         present = counts[hi] - counts[lo]
     empty = None if present is None else present == 0
     if out.fn in ("max", "min"):
-        return Values(_extreme(out.fn == "max", data, missing, lo, hi), empty)
+        return Values(range_extreme(out.fn == "max", data, missing, lo, hi), empty)
     n = (hi - lo) if present is None else present
     if floats:
         return _float_sums(out.fn == "mean", data, missing, lo, hi, n, empty)
     return _int_sums(out.fn == "mean", data, missing, lo, hi, n, empty)
 
 
-def _extreme(is_max: bool, data: Any, missing: Any, lo: Any, hi: Any) -> Any:
+def range_extreme(is_max: bool, data: Any, missing: Any, lo: Any, hi: Any) -> Any:
     """Max or min of every frame (missing values never win; frames without a present value
     hold a sentinel the caller masks)."""
     ufunc = np.maximum if is_max else np.minimum
@@ -274,4 +274,4 @@ def check_fixed(xs: Sequence[float]) -> bool:
 
 
 __all__ = ["Column", "OverOutput", "OverPlan", "Values", "check_fixed", "frame_bounds",
-           "over_outputs", "over_values"]
+           "frames_at", "over_outputs", "over_values", "range_extreme"]
