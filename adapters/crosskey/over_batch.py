@@ -21,12 +21,13 @@ path continues from what the other wrote.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
 from adapters.crosskey.batch_runtime import BatchRuntime, _NotCovered
 from adapters.crosskey.columnar import ColumnarIntake
-from adapters.crosskey.over_runtime import frames_at, range_extreme
+from adapters.crosskey.over_runtime import float_partials, frames_at, range_extreme
 from adapters.driver.kernels import kernel_for
 from adapters.driver.key_runtime import VALUE, KeyRuntime
 from adapters.driver.key_store import KeyStore
@@ -40,6 +41,9 @@ try:
     import numpy as np
 except ImportError:  # pragma: no cover - without NumPy the per-key path runs
     np = None  # type: ignore[assignment]
+
+
+_VALUE = operator.itemgetter(2)
 
 
 class OverBatchRuntime(BatchRuntime):
@@ -81,13 +85,28 @@ class OverBatchRuntime(BatchRuntime):
                 watermark: int | float | None, out: Output) -> bool:
         """As the base's, for batches whose every value is a dict of the field alone (a
         row's ``"event"`` is rebuilt from the float)."""
-        field = self._field
-        try:
-            if not all(len(e[2]) == 1 and field in e[2] for e in events):
+        try:  # (the reader checks that the field is there)
+            if set(map(len, map(_VALUE, events))) != {1}:
                 return False
         except (TypeError, IndexError):
             return False  # not triples of dicts: the per-key path reports it
         return super().process(events, backend, watermark, out)
+
+    def _run_partials(self, rx: Any, run_at: Any, run_end: Any, goes_on: Any) -> list[Any]:
+        """As the base's; the exact partials of sums and means (each run usually one event:
+        an OVER lane's slices are its distinct times) from vectorized fixed-point values
+        (:func:`~adapters.crosskey.over_runtime.float_partials`, ``lift_float`` of each
+        value) added per run, the same ints the kernel's fold gives."""
+        if self._select is not None or not len(rx) or not np.isfinite(rx).all():
+            return super()._run_partials(rx, run_at, run_end, goes_on)
+        lifted = float_partials(rx)
+        parts = np.empty(len(run_at), object)
+        if len(run_at) == len(rx):
+            parts[:] = lifted
+        else:
+            parts[:] = [sum(lifted[a:e]) for a, e in zip(run_at.tolist(), run_end.tolist())]
+        parts[goes_on] = 0  # continued by the caller (never with one-millisecond slices)
+        return [parts]
 
     def _pending_pairs(self, rt: KeyRuntime) -> list[tuple[int, float]]:
         """The per-key runtime's pending events as ``(time, float)`` from their values

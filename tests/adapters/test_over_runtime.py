@@ -91,9 +91,13 @@ def oracle(fn: str, frame: list[Any]) -> Any:
         return reduce(lambda a, b: b if b < a else a, xs)
     from fractions import Fraction
     total = sum(Fraction(x) for x in xs)
-    if fn == "sum":
-        return int(total) if all(type(x) is int for x in xs) else float(total)
-    return float(total / len(xs))
+    if fn == "sum" and all(type(x) is int for x in xs):
+        return int(total)
+    exact = total if fn == "sum" else total / len(xs)
+    try:
+        return float(exact)
+    except OverflowError:  # beyond the double range: the per-key path rounds to +-inf
+        return math.inf if exact > 0 else -math.inf
 
 
 def same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
