@@ -1,8 +1,8 @@
 """The cross-key batch runtime for per-event (OVER) windows:
 :meth:`adapters.WindowDriver.process_batch` and :meth:`~adapters.WindowDriver.advance_keys` of a
 query of one ``{"kind": "over", "range": R}`` window and one ``max``, ``min``, ``sum`` or
-``mean`` of a field, on batches of ``(key, int time, {field: finite float})`` events (each value a dict of that field alone, so
-that a row's ``"event"`` equals the event's value).
+``mean`` of a field, on batches of ``(key, int time, {field: finite float})`` events (each
+value a dict of that field alone, so that a row's ``"event"`` equals the event's value).
 
 It is :class:`~adapters.crosskey.batch_runtime.BatchRuntime` with slices of one millisecond
 (an OVER lane's slices are its distinct event times: peers fold into one slice) and its own
