@@ -26,6 +26,7 @@ from tests.adapters.test_batch_runtime import (
     Scenario,
     _bounded,
     _check,
+    _lockstep,
 )
 
 np = pytest.importorskip("numpy")
@@ -65,20 +66,20 @@ def over_scenarios(draw: Any, fn: str, kinds: list[str], max_ops: int) -> Scenar
 
 
 @pytest.mark.parametrize("fn", FNS)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(data=st.data())
 def test_over_batches_match_the_per_key_path(fn: str, data: Any) -> None:
     _check(data.draw(over_scenarios(fn, BATCH_OPS, max_ops=7), label="scenario"))
 
 
 @pytest.mark.parametrize("fn", FNS)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(data=st.data())
 def test_over_interleaved_calls_restarts_and_bad_batches_match(fn: str, data: Any) -> None:
     _check(data.draw(over_scenarios(fn, MIXED_OPS, max_ops=10), label="scenario"))
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(data=st.data())
 def test_over_with_drop_cache_or_a_bounded_cache(data: Any) -> None:
     fn = data.draw(st.sampled_from(FNS), label="fn")
@@ -110,3 +111,16 @@ def test_which_queries_take_the_over_runtime() -> None:
     rows = d.advance_keys(["k"], "end").rows
     assert [r["m"] for r in rows] == [max(float(u % 7) for u in range(max(0, t - 5), t + 1))
                                       for t in range(64)]
+
+
+@pytest.mark.parametrize("fn", FNS)
+def test_missing_and_infinite_values_pending_in_the_per_key_path(fn: str) -> None:
+    """A key whose per-key runtime holds a NaN (a missing value, skipped) or an infinity is
+    taken over (or left to the per-key path) with the same rows."""
+    query = {"windows": [{"kind": "over", "range": 10}],
+             "aggregations": {"out": {"fn": fn, "field": FIELD}}, "allowed_lateness": 0}
+    for odd in (float("nan"), float("inf"), -float("inf")):
+        pairs = [(5, {FIELD: odd}), (6, {FIELD: 2.0}), (6, {FIELD: -0.0})]
+        batch = [("a", t, {FIELD: float(t % 5)}) for t in range(7, 80)]
+        _lockstep(query, [("process", "a", pairs, None), ("batch", batch, None, "list"),
+                          ("advance", ["a"], 40, "list"), ("advance", ["a"], "end", "list")])

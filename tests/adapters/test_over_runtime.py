@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters import END_OF_INPUT, Query, TransientKeyState, WindowDriver
@@ -110,6 +110,7 @@ events_of = st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 40)), min_
                      max_size=60)
 
 
+@settings(max_examples=40, deadline=None)
 @given(events_of, st.data(), st.integers(0, 45), st.lists(st.sampled_from(FNS), min_size=1,
                                                             max_size=4))
 def test_kernel_equals_the_per_key_path_and_the_oracle(kt: list[tuple[str, int]], data: Any,

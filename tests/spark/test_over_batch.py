@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.types import DoubleType, LongType, StringType
 
@@ -59,6 +59,7 @@ def patch() -> Any:
         yield m
 
 
+@settings(max_examples=40, deadline=None)
 @given(st.data(), st.integers(0, 30), st.lists(st.sampled_from(FNS), min_size=1, max_size=4),
        st.booleans(), st.booleans())
 def test_kernel_table_equals_the_driver_table(patch: Any, data: Any, r: int, fns: list[str],
