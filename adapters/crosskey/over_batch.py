@@ -134,14 +134,18 @@ class OverBatchRuntime(BatchRuntime):
         closed = self._closed
         lo, hi = frames_at(closed[0], closed[1], rid, rtime, self._range)
         if self._select is not None:
-            values = range_extreme(self._fn == "max", closed[2], None, lo, hi).tolist()
+            values = range_extreme(self._fn == "max", closed[2], None, lo, hi)
         else:
-            values = self._window_values(closed, lo, hi)
+            values = np.empty(len(lo), object)
+            values[:] = self._window_values(closed, lo, hi)
         pos_of = np.zeros(self._next_id, np.int64)
         pos_of[ids] = np.arange(len(ids))
         order = np.argsort(pos_of[rid], kind="stable")  # (position, time, arrival)
+        key_of = np.empty(len(keys), object)
+        for i, key in enumerate(keys):  # (a slice assignment would unpack tuple keys)
+            key_of[i] = key
         idx, name, field = self._idx, self._out, self._field
-        rows.extend([{"window": idx, "key": keys[p], "time": t, "event": {field: x},
-                      name: values[j]}
-                     for j, p, t, x in zip(order.tolist(), pos_of[rid[order]].tolist(),
-                                           rtime[order].tolist(), rx[order].tolist())])
+        rows.extend([{"window": idx, "key": k, "time": t, "event": {field: x}, name: v}
+                     for k, t, x, v in zip(key_of[pos_of[rid[order]]].tolist(),
+                                           rtime[order].tolist(), rx[order].tolist(),
+                                           values[order].tolist())])

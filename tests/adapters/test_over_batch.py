@@ -124,3 +124,10 @@ def test_missing_and_infinite_values_pending_in_the_per_key_path(fn: str) -> Non
         batch = [("a", t, {FIELD: float(t % 5)}) for t in range(7, 80)]
         _lockstep(query, [("process", "a", pairs, None), ("batch", batch, None, "list"),
                           ("advance", ["a"], 40, "list"), ("advance", ["a"], "end", "list")])
+
+
+def test_a_batch_of_one_tuple_key() -> None:
+    query = {"windows": [{"kind": "over", "range": 5}],
+             "aggregations": {"out": {"fn": "max", "field": FIELD}}, "allowed_lateness": 0}
+    batch = [(("t", 1), t, {FIELD: float(t % 3)}) for t in range(70)]
+    _lockstep(query, [("batch", batch, None, "list"), ("advance", [("t", 1)], "end", "list")])
