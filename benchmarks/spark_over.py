@@ -27,7 +27,7 @@ from benchmarks import common
 from benchmarks.spark_windows import cpu_cell, make_data, timed_noop, timed_parquet
 
 RANGE_MS = 3_600_000
-ROUNDS = 2
+ROUNDS = 3
 COLUMNS = ["key", "ts", "v", "seq", "n", "mx"]
 
 
@@ -129,7 +129,7 @@ def markdown(payload: dict[str, Any]) -> str:
         f"`.venvs/spark/bin/python -m benchmarks spark_over`.\n",
         report.table(
             ["rows", "Spark rangeBetween (events/s)", "swag over (events/s)", "swag / Spark",
-             "rounds (swag / Spark)", "CPU s Spark", "CPU s swag (JVM + Python)",
+             "Spark s / swag s per round", "CPU s Spark", "CPU s swag (JVM + Python)",
              "same rows"],
             [[f"{r['rows']:,}", f"{r['native_eps']:,}", f"{r['swag_eps']:,}",
               f"{r['speedup']}x", ", ".join(f"{x}x" for x in r["round_speedups"]),
