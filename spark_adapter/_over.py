@@ -53,7 +53,7 @@ def over_table(plan: Plan, over: OverPlan, schema: Any, key: Any, table: Any) ->
     if plan.has_order and table.num_rows > 1:
         table = table.sort_by([(ORDER_IN, "ascending")])  # as arrow_events: stable, nulls last
     time_col = table.column(TIME_IN)
-    if time_col.null_count or not pa.types.is_integer(time_col.type):
+    if time_col.null_count or not pa.types.is_signed_integer(time_col.type):
         return None
     times = time_col.to_numpy().astype(np.int64, copy=False)
     order = np.argsort(times, kind="stable")
@@ -82,7 +82,7 @@ def _column(col: Any, order: Any) -> Column | None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if pa.types.is_integer(col.type):
+    if pa.types.is_signed_integer(col.type):
         kind: Any = np.int64
     elif pa.types.is_floating(col.type):
         kind = np.float64
