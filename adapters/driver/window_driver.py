@@ -213,7 +213,8 @@ class WindowDriver:
     def batch_runtime(self) -> bool:
         """Whether :meth:`process_batch` and :meth:`advance_keys` use the cross-key batch
         runtime for this query (:mod:`adapters.crosskey.batch_runtime`: windows reduced from
-        slices in NumPy, not by :attr:`structures`, which the per-key calls use)."""
+        slices in NumPy, or :mod:`adapters.crosskey.over_batch` for a per-event window; not
+        by :attr:`structures`, which the per-key calls use)."""
         return self._batch is not None
 
     # ------------------------------------------------------------------ public API
