@@ -152,13 +152,14 @@ def over_query(fn: str, name: str, range_: int = HOUR) -> dict[str, Any]:
 Sink = Callable[[list[dict[str, Any]]], Any]
 
 
-def run_swag(w: Workload, query: dict[str, Any], sink: Sink) -> dict[str, Any]:
+def run_swag(w: Workload, query: dict[str, Any], sink: Sink,
+             columnar: bool = True) -> dict[str, Any]:
     """Feed ``w`` to a :class:`~adapters.WindowDriver` the way an engine does: one
     ``process_batch`` per micro-batch (with the current watermark), then the due timers
     (``advance_keys`` for the keys whose timer is ``<=`` the new watermark), and end of
     input at the end. Rows go to ``sink``. Returns the driver's structure layout and the
-    number of late events."""
-    driver = WindowDriver(query)
+    number of late events. ``columnar=False``: the per-key path only."""
+    driver = WindowDriver(query, columnar=columnar)
     backend = MemoryStateBackend(strict=False)
     process, advance = driver.process_batch, driver.advance_keys
     timers: dict[Any, int | None] = {}
@@ -655,6 +656,8 @@ def markdown(payload: dict[str, Any]) -> str:
     if over:
         out.append("### Per-event OVER windows `[t - 1h, t]` vs pandas\n")
         out.append(
+            "Recorded in this section's run, when per-event windows still took the driver's "
+            "per-key path (the next section has the cross-key OVER runtime). "
             "The same stream through `WindowDriver` with `{\"kind\": \"over\", \"range\": "
             "3600000}` (one row per event), and pandas on the events the driver accepted "
             "(late ones removed): a DataFrame built from the same Python events, sorted by "

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from benchmarks.common import DOCS, load
 
-ORDER = ["core_rounds", "core_bulk", "driver", "spark_windows", "spark_streaming", "beam_windows",
-         "flink_windows", "kvs_layout"]
+ORDER = ["core_rounds", "core_bulk", "driver", "driver_over", "spark_windows", "spark_over",
+         "spark_streaming", "beam_windows", "flink_windows", "kvs_layout"]
 
 HEADER = """# Benchmarks
 

@@ -564,6 +564,9 @@ def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
                              prefers_large_types=typed.large_var_types)
     empty = schema.empty_table()
     single_key = len(plan.key_names) == 1
+    # per-event windows of the commonest outputs: NumPy over the key's Arrow columns
+    from ._over import over_plan, over_table  # (imports this module)
+    over = over_plan(plan)
 
     def swag_batch(key: tuple[Any, ...], table: Any) -> Any:
         if table.num_rows == 0:
@@ -578,6 +581,10 @@ def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
         else:
             parts = tuple(k.as_py() for k in key)
             dkey = out_key = parts[0] if single_key else parts
+        if over is not None:
+            fast = over_table(plan, over, schema, out_key, table)
+            if fast is not None:
+                return fast
         driver = driver_for(plan)
         texts: dict[int, str] = {}
         if plan.slices is None:

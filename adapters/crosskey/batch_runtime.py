@@ -50,7 +50,8 @@ from collections.abc import Hashable, Sequence
 from typing import Any, NamedTuple
 
 from adapters.crosskey.columnar import BatchColumns, ColumnarIntake, key_time_order
-from adapters.driver.key_runtime import INF
+from adapters.driver.kernels import Kernel
+from adapters.driver.key_runtime import INF, KeyRuntime
 from adapters.driver.key_store import KeyStore, Removal
 from adapters.driver.results import LateEvent, Output
 from adapters.driver.time_lane import TimeLane, due_window_ends, end_after
@@ -199,20 +200,23 @@ class BatchRuntime:
     """See the module docstring. Build it with :meth:`for_query` (``None``: not covered)."""
 
     def __init__(self, store: KeyStore, intake: ColumnarIntake, lane: TimeLane,
-                 fn: str) -> None:
-        assert lane.kernels is not None
+                 fn: str, kernel: Kernel | None = None) -> None:
+        if kernel is None:
+            assert lane.kernels is not None
+            kernel = lane.kernels[0]
         self._store = store
         self._intake = intake
         self._field = intake.field
         self._lane = lane
         self._fn = fn
-        self._fold, self._fold_onto = lane.kernels[0].fold, lane.kernels[0].fold_onto
+        self._fold, self._fold_onto = kernel.fold, kernel.fold_onto
         #: the ufunc of a selective fn (``None`` for sum / mean, whose partials are exact
         #: ints in an object array)
         self._select = {"max": np.maximum, "min": np.minimum}.get(fn)
         self._part_type = np.float64 if self._select is not None else object
         self._g, self._base = lane.width, lane.base
-        _, self._idx, self._r, self._s, self._e0 = lane.sliding[0]
+        if lane.single:
+            _, self._idx, self._r, self._s, self._e0 = lane.sliding[0]
         assert lane.out is not None  # one output: rows get row[out] = value
         self._out: str = lane.out
         self._lower = lane.aggregation.lower_fn
@@ -336,9 +340,7 @@ class BatchRuntime:
         cannot hold exactly."""
         store = self._store
         rt = store.load(key, state, meta)
-        pending = sorted(rt.pending, key=lambda rec: rec[0])  # stable: (time, arrival)
-        if any(type(rec[1]) is not float for rec in pending):
-            raise _NotCovered  # e.g. NumPy floats the per-key path holds as they came
+        pending = self._pending_pairs(rt)
         ls = rt.lanes[0]
         closed = [(start, self._components(part)) for start, part in ls.w.items()]
         if ls.open_acc is not None:
@@ -350,6 +352,14 @@ class BatchRuntime:
         k.segments = list(rt.segments)
         k.open_start, k.open_acc = ls.open_start, ls.open_acc
         return pending, closed
+
+    def _pending_pairs(self, rt: KeyRuntime) -> list[tuple[int, float]]:
+        """The per-key runtime's pending events as ``(time, float value)`` sorted by (time,
+        arrival); :class:`_NotCovered` if a value is not a float."""
+        pending = sorted(rt.pending, key=lambda rec: rec[0])  # stable: (time, arrival)
+        if any(type(rec[1]) is not float for rec in pending):
+            raise _NotCovered  # e.g. NumPy floats the per-key path holds as they came
+        return pending
 
     def _replace(self, reload: list[tuple[int, Any, Any]]) -> None:
         """Put the rows of reloaded keys in place of what the arrays held for them."""
@@ -432,7 +442,7 @@ class BatchRuntime:
         if len(runs) or step.closing:
             self._add_closed(runs, step.closing)
         if step.windows:
-            self._emit(keys, ids, step.windows, out.rows)
+            self._emit(keys, ids, step.windows, out.rows, released)
             closed = self._closed
             keep = ~((closed[1] < step.need_at[closed[0]]) | step.need_beyond[closed[0]])
             if not keep.all():
@@ -668,9 +678,10 @@ class BatchRuntime:
     # ------------------------------------------------------------------ windows
     def _emit(self, keys: list[Any], ids: Any,
               windows: list[tuple[int, int | float, int | float]],
-              rows: list[dict[str, Any]]) -> None:
+              rows: list[dict[str, Any]], released: tuple[Any, ...]) -> None:
         """Rows of the due windows ``[e - range, e)`` (``b_old < e <= b``) of the advancing
-        keys that hold a closed slice, per key in call order, ends ascending."""
+        keys that hold a closed slice, per key in call order, ends ascending (``released``:
+        the call's released events, which per-event windows answer)."""
         closed = self._closed
         cid, cst = closed[0], closed[1]
         if not len(cid):

@@ -1,0 +1,153 @@
+"""Batch (``applyInArrow``) per-event windows without per-row Python objects: one key's Arrow
+table in, the OVER kernel (:mod:`adapters.crosskey.over_runtime`) on its columns as NumPy
+arrays, Arrow columns out.
+
+What it covers: a query :func:`~adapters.crosskey.over_runtime.over_outputs` covers, whose
+time column travels as epoch ms (not a string), whose value columns and aggregates all travel
+typed (no JSON column), each aggregated field an integer or floating-point Arrow column.
+Anything else, and any table the kernel refuses (a null time, an infinity, a missing value
+under ``nulls="error"``, a result its output column cannot hold), returns ``None``: the driver
+runs the key as before and reports what it finds. The rows are the driver's: one per event,
+in time order (ties in arrival order, or ``order_by`` order), the event's own typed columns,
+the same aggregate values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from adapters.crosskey.over_runtime import Column, OverPlan, frame_bounds, over_outputs, over_values
+
+from ._runtime import (
+    KEY_OUT,
+    ORDER_IN,
+    TIME_IN,
+    TYPED_AGG_OUT,
+    TYPED_EVENT_OUT,
+    VALUE_IN,
+    Plan,
+)
+
+
+def over_plan(plan: Plan) -> OverPlan | None:
+    """The kernel plan of a batch plan this module covers, else ``None``."""
+    if (plan.slices is not None or plan.time_is_string or plan.typed is None
+            or plan.json_values or plan.json_aggs):
+        return None
+    over = over_outputs(plan.query)
+    if over is None:
+        return None
+    names = [n for n, _ in plan.typed.values]
+    if any(f not in names for f in over.fields):
+        return None
+    return over
+
+
+def over_table(plan: Plan, over: OverPlan, schema: Any, key: Any, table: Any) -> Any:
+    """One key's output table (``schema``) from its input ``table``, or ``None`` (then the
+    driver must run the key). ``key``: the key as the output's key columns hold it."""
+    import pyarrow as pa
+
+    if plan.has_order and table.num_rows > 1:
+        table = table.sort_by([(ORDER_IN, "ascending")])  # as arrow_events: stable, nulls last
+    time_col = table.column(TIME_IN)
+    if time_col.null_count or not pa.types.is_signed_integer(time_col.type):
+        return None
+    times = time_col.to_numpy().astype(np.int64, copy=False)
+    order = np.argsort(times, kind="stable")
+    times = times[order]
+    lo, hi = frame_bounds(times, over.range)
+    assert plan.typed is not None
+    names = [n for n, _ in plan.typed.values]
+    columns: dict[str, Column] = {}
+    for name in over.fields:
+        column = _column(table.column(f"{VALUE_IN}{names.index(name)}"), order)
+        if column is None:
+            return None
+        columns[name] = column
+    aggs: dict[str, Any] = {}
+    for out in over.outputs:
+        values = over_values(out, lo, hi, None if out.field is None else columns[out.field])
+        if values is None:
+            return None
+        aggs[out.name] = values
+    return _output(plan, over, schema, key, table, order, times, aggs)
+
+
+def _column(col: Any, order: Any) -> Column | None:
+    """A field's Arrow column as a kernel column in frame order (``None``: not a number
+    column)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_signed_integer(col.type):
+        kind: Any = np.int64
+    elif pa.types.is_floating(col.type):
+        kind = np.float64
+    else:
+        return None
+    missing = col.is_null()
+    if kind is np.float64:
+        missing = pc.or_(missing, pc.fill_null(pc.is_nan(col), False))
+    data = col.fill_null(0).to_numpy().astype(kind, copy=False)[order]
+    miss = missing.to_numpy(zero_copy_only=False)[order] if col.null_count or \
+        kind is np.float64 else None
+    return Column(data, miss)
+
+
+def _output(plan: Plan, over: OverPlan, schema: Any, key: Any, table: Any, order: Any,
+            times: Any, aggs: dict[str, Any]) -> Any:
+    """The output table: per event its window index, time, key, typed value columns and
+    aggregates (``None`` if an aggregate does not fit its column's type)."""
+    import pyarrow as pa
+
+    assert plan.typed is not None
+    n = len(times)
+    take = pa.array(order)
+    agg_names = [name for name, _ in plan.typed.aggs]
+    arrays = []
+    for f in schema:
+        name = f.name
+        if name == "_swag_w":
+            arr = pa.array(np.full(n, over.window, np.int32))
+        elif name in ("_swag_start", "_swag_end"):
+            arr = pa.nulls(n, f.type)
+        elif name == "_swag_time":
+            arr = pa.array(times)
+        elif name.startswith(KEY_OUT):
+            part = key if name == KEY_OUT or len(plan.key_names) == 1 else \
+                key[int(name[len(KEY_OUT):])]
+            arr = pa.array([part], f.type).take(pa.array(np.zeros(n, np.intp)))
+        elif name.startswith(TYPED_EVENT_OUT):
+            arr = table.column(f"{VALUE_IN}{name[len(TYPED_EVENT_OUT):]}").take(take)
+        else:
+            assert name.startswith(TYPED_AGG_OUT)
+            values = aggs[agg_names[int(name[len(TYPED_AGG_OUT):])]]
+            arr = _agg_array(values, f.type)
+            if arr is None:
+                return None
+        if arr.type != f.type:
+            try:
+                arr = arr.cast(f.type)
+            except (pa.ArrowException, ValueError):
+                return None
+        arrays.append(arr)
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _agg_array(values: Any, arrow_type: Any) -> Any:
+    """An aggregate's values as an Arrow array of ``arrow_type`` (``None``: they do not fit
+    it, and the driver's path names the column in its error)."""
+    import pyarrow as pa
+
+    data = values.data
+    fits = (data.dtype == np.int64 and pa.types.is_int64(arrow_type)) or (
+        data.dtype == np.float64 and pa.types.is_float64(arrow_type))
+    try:
+        if fits:
+            return pa.array(data, type=arrow_type, mask=values.missing)
+        return pa.array(values.tolist(), type=arrow_type)
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        return None

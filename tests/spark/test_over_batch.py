@@ -1,0 +1,95 @@
+"""Batch per-event windows through the NumPy kernel (``spark_adapter._over``) without a JVM:
+the grouped function's output table equals the driver path's, column for column (values,
+nulls, NaN, -0.0, types), for long and double columns, ties, nulls and ``order_by``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark.sql.types import DoubleType, LongType, StringType
+
+import spark_adapter._over as over_module
+from adapters.query.specs import Query
+from spark_adapter._runtime import Plan, Typed, make_batch_function
+
+FNS = ("max", "min", "sum", "mean")
+
+
+def plan_for(fns: list[str], r: int, is_int: bool, has_order: bool) -> Plan:
+    aggs: dict[str, Any] = {f"a{i}": {"fn": fn, "field": "x"} for i, fn in enumerate(fns)}
+    aggs["n"] = {"fn": "count"}
+    q = Query.build({"kind": "over", "range": r}, aggs)
+    vt = LongType() if is_int else DoubleType()
+    types = [(name, DoubleType() if fn == "mean" else vt) for name, fn in
+             zip(aggs, fns)] + [("n", LongType())]
+    typed = Typed(keys=(StringType(),), values=(("x", vt),), aggs=tuple(types))
+    return Plan(q, ("k",), "t", False, None, {}, (), (), has_order, typed)
+
+
+def run(plan: Plan, table: pa.Table, fast: bool, monkeypatch: Any) -> pa.Table:
+    with monkeypatch.context() as m:
+        if not fast:
+            m.setattr(over_module, "over_plan", lambda plan: None)
+        fn = make_batch_function(plan)
+    return fn((pa.scalar("key"),), table)
+
+
+def same(a: pa.Table, b: pa.Table) -> None:
+    assert a.schema == b.schema
+    for name in a.column_names:
+        x, y = a.column(name).to_pylist(), b.column(name).to_pylist()
+        assert repr(x) == repr(y), name
+
+
+def table_of(times: list[int], xs: list[Any], is_int: bool, orders: list[Any]) -> pa.Table:
+    return pa.table({"swag_t": pa.array(times, pa.int64()),
+                     "swag_k0": pa.array(["key"] * len(times)),
+                     "swag_v0": pa.array(xs, pa.int64() if is_int else pa.float64()),
+                     "swag_o": pa.array(orders, pa.int64())})
+
+
+@pytest.fixture(scope="module")
+def patch() -> Any:
+    with pytest.MonkeyPatch.context() as m:
+        yield m
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.integers(0, 30), st.lists(st.sampled_from(FNS), min_size=1, max_size=4),
+       st.booleans(), st.booleans())
+def test_kernel_table_equals_the_driver_table(patch: Any, data: Any, r: int, fns: list[str],
+                                              is_int: bool, has_order: bool) -> None:
+    n = data.draw(st.integers(1, 40))
+    times = data.draw(st.lists(st.integers(0, 25), min_size=n, max_size=n))
+    values = st.integers(-2**40, 2**40) if is_int else (
+        st.floats(allow_infinity=False) | st.sampled_from([0.0, -0.0]))
+    xs = data.draw(st.lists(values | st.none(), min_size=n, max_size=n))
+    orders = data.draw(st.lists(st.integers(0, 5) | st.none(), min_size=n, max_size=n))
+    plan = plan_for(fns, r, is_int, has_order)
+    table = table_of(times, xs, is_int, orders)
+    same(run(plan, table, True, patch), run(plan, table, False, patch))
+
+
+def test_the_kernel_runs_and_refusals_fall_back(monkeypatch: Any) -> None:
+    """The kernel answers a plain table; an infinity goes to the driver (same output)."""
+    calls: list[int] = []
+    real = over_module.over_table
+
+    def spy(*a: Any) -> Any:
+        got = real(*a)
+        calls.append(got is not None)
+        return got
+
+    monkeypatch.setattr(over_module, "over_table", spy)
+    plan = plan_for(["max", "mean"], 3, False, False)
+    plain = table_of([1, 2, 2, 5], [1.0, -0.0, 0.0, 2.5], False, [0, 0, 0, 0])
+    inf = table_of([1, 2], [1.0, math.inf], False, [0, 0])
+    for table, used in ((plain, True), (inf, False)):
+        fast = run(plan, table, True, monkeypatch)
+        assert calls[-1] is used
+        same(fast, run(plan, table, False, monkeypatch))
