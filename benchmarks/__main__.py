@@ -13,7 +13,7 @@ import importlib
 
 from benchmarks import report
 
-SUITES = ["core_rounds", "core_bulk", "driver", "kvs_layout"]
+SUITES = ["core_rounds", "core_bulk", "driver", "driver_over", "kvs_layout"]
 
 
 def main() -> None:
