@@ -53,6 +53,7 @@ from adapters.crosskey.columnar import BatchColumns, ColumnarIntake, key_time_or
 from adapters.driver.kernels import Kernel
 from adapters.driver.key_runtime import INF, KeyRuntime
 from adapters.driver.key_store import KeyStore, Removal
+from adapters.driver.kvs_lanes import is_kvs
 from adapters.driver.results import LateEvent, Output
 from adapters.driver.time_lane import TimeLane, due_window_ends, end_after
 from adapters.query.specs import AggSpec
@@ -340,8 +341,12 @@ class BatchRuntime:
         cannot hold exactly."""
         store = self._store
         rt = store.load(key, state, meta)
-        pending = self._pending_pairs(rt)
         ls = rt.lanes[0]
+        if is_kvs(ls.w):
+            # its window lives in the key's pair map and its log keeps only pending events:
+            # the arrays would write a log without the window, so the key stays per-key
+            raise _NotCovered
+        pending = self._pending_pairs(rt)
         closed = [(start, self._components(part)) for start, part in ls.w.items()]
         if ls.open_acc is not None:
             self._components(ls.open_acc)

@@ -147,3 +147,29 @@ def test_auto_keeps_partials_without_an_encoding_in_memory() -> None:
     calls = [(k, [(t, e["v"]) for t, e in events], wm) for k, events, wm in _calls(2500)]
     rows = _run(query, calls, backend, driver)
     assert len(rows) > 2400 and not backend.key_state("k").pair_map().data
+
+
+
+def test_cross_key_runtime_leaves_a_kvs_key_to_the_per_key_path() -> None:
+    """A key whose window is in its pair map (``layout="kvs"``: from its first call) must not
+    be taken over by the cross-key runtime (``process_batch``, here the OVER runtime): the
+    arrays would keep the key while its map still holds the structure of the switch, which a
+    later reload reopens (rows then lose the events the arrays took)."""
+    def events(lo: int, hi: int) -> list[tuple[int, dict[str, float]]]:
+        return [(t, {"v": float((t * 7919) % 1000)}) for t in range(lo, hi)]
+
+    def run(layout: str) -> list[Any]:
+        driver = WindowDriver(_query(layout) | {"windows": [{"kind": "over", "range": 5000}]},
+                              max_cached_keys=2)
+        backend = MemoryStateBackend()
+        rows = driver.process("a", events(0, 3000), backend.key_state("a"), watermark=0).rows
+        for lo in range(3000, 9000, 1000):
+            if lo == 6000:
+                driver.drop_cache()
+            batch = [("a", t, v) for t, v in events(lo, lo + 1000)]
+            rows += driver.process_batch(batch, backend, watermark=lo).rows
+        return rows + driver.advance_watermark("a", 9001, backend.key_state("a")).rows
+
+    expected = run("memory")
+    assert len(expected) == 9000
+    assert run("kvs") == expected
