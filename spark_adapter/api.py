@@ -577,10 +577,14 @@ def _sliced_stream(source: DataFrame, plan: Plan, slices: SlicePlan,
     as JSON: one row per non-empty key and slice)."""
     event_time = time if isinstance(time_type, TimestampType) else "_swag_wm"
     key_json = _json_struct(plan.key_names, columns)
-    # a null time is bad input, as on the event path (Spark's window() would drop the row)
-    checked = F.when(time_col.isNull(), F.raise_error(F.concat(
-        F.lit(f"BadEventError: time field {time!r} is null; key "), key_json))).otherwise(time_col)
-    cols = [F.col(k) for k in plan.key_names] + [checked.alias(TIME_IN)]
+    # A null time is bad input, as on the event path. window() filters null times, and
+    # Spark pushes that filter below any projection, so the check sits in an observed
+    # metric (a filter is not pushed through one): its aggregate raises at the first null.
+    bad = F.raise_error(F.concat(F.lit(f"BadEventError: time field {time!r} is null; key "),
+                                 key_json))
+    source = source.observe(f"swag_null_times_{plan.token[:12]}",
+                            F.count(F.when(time_col.isNull(), bad)).alias("null_times"))
+    cols = [F.col(k) for k in plan.key_names] + [time_col.alias(TIME_IN)]
     cols += [T.to_json_column(F.col(c), columns[c]).alias(f"{VALUE_IN}{i}")
              for i, c in enumerate(plan.json_values)]
     if order_by is not None:
