@@ -90,17 +90,19 @@ def native(df: Any, slide: str, workload: str) -> Any:
                     F.col("window.end").alias("window_end"), *[a for a in _names(workload)]))
 
 
-#: ``sliding_aggregate``'s extra arguments (``--key-buckets`` sets ``key_buckets``)
+#: ``sliding_aggregate``'s extra arguments (``--key-buckets`` sets ``key_buckets``,
+#: ``--presliced`` ``presliced``)
 SWAG_OPTIONS: dict[str, Any] = {}
 
 
-def swag(df: Any, slide_ms: int, workload: str) -> Any:
+def swag(df: Any, slide_ms: int, workload: str, extra: dict[str, Any] | None = None) -> Any:
     from spark_adapter import sliding, sliding_aggregate
 
     aggs = ({"n": {"fn": "count"}, "mx": {"fn": "max", "field": "v"}} if workload == "a"
             else {"mean": {"fn": "mean", "field": "x"}})
     return sliding_aggregate(df, key="key", time="ts", window=sliding(RANGE_MS, slide_ms),
-                             aggregations=aggs, watermark=WATERMARK, **SWAG_OPTIONS)
+                             aggregations=aggs, watermark=WATERMARK,
+                             **{**SWAG_OPTIONS, **(extra or {})})
 
 
 def _names(workload: str) -> list[str]:
@@ -173,9 +175,14 @@ def measure(events: int, keys: int, per_file: int, files_per_trigger: int,
             outs = {}
             for side in sides:  # alternate: native then swag in each cell
                 out = os.path.join(tmp, f"{side}_{workload}_{slide}")
-                query = (native(source(spark, data, files_per_trigger), slide, workload)
-                         if side == "native" else
-                         swag(source(spark, data, files_per_trigger), slide_ms, workload))
+                df = source(spark, data, files_per_trigger)
+                if side == "native":
+                    query = native(df, slide, workload)
+                elif side == "sliced" and workload != "a":
+                    continue  # a mean of a double column cannot be pre-sliced (exact sums)
+                else:
+                    query = swag(df, slide_ms, workload,
+                                 {"presliced": True} if side == "sliced" else {})
                 wall, cpu, batches = timed_query(query, out, out + "_ckpt")
                 outs[side] = out
                 r[f"{side}_s"] = round(wall, 2)
@@ -184,10 +191,14 @@ def measure(events: int, keys: int, per_file: int, files_per_trigger: int,
                 if cpu is not None:
                     r[f"{side}_cpu_jvm_s"], r[f"{side}_cpu_python_s"] = (round(x, 2)
                                                                            for x in cpu)
-            if len(outs) == 2:
+            if "native" in outs and "swag" in outs:
                 ok, na, ns = compare(spark, outs["native"], outs["swag"], workload)
                 r.update(same_results=ok, windows=ns, native_windows=na,
                          speedup=round(r["native_s"] / r["swag_s"], 2))
+            if "native" in outs and "sliced" in outs:
+                ok, _, _ = compare(spark, outs["native"], outs["sliced"], workload)
+                r.update(sliced_same_results=ok,
+                         sliced_speedup=round(r["native_s"] / r["sliced_s"], 2))
             r["load_average"] = round(os.getloadavg()[0], 2)
             results.append(r)
             print(json.dumps(r), flush=True)
@@ -257,6 +268,7 @@ def _store(payload: dict[str, Any], name: str) -> None:
         common.IMAGES.mkdir(parents=True, exist_ok=True)
         plot(payload["results"], str(common.IMAGES / "spark_streaming.png"))
     print(table(payload["results"]))
+    print(sliced_table(payload["results"]))
 
 
 def table(results: list[dict[str, Any]]) -> str:
@@ -269,6 +281,20 @@ def table(results: list[dict[str, Any]]) -> str:
           f"{r.get('native_eps', 0):,}", f"{r.get('swag_eps', 0):,}",
           f"{r.get('speedup', '?')}x", cpu_cell(r, "native"), cpu_cell(r, "swag"),
           "yes" if r.get("same_results") else "NO"] for r in results])
+
+
+def sliced_table(results: list[dict[str, Any]]) -> str:
+    """The ``presliced=True`` side (``--sides ...,sliced``) against native, same cells."""
+    from benchmarks import report
+
+    return report.table(
+        ["workload", "S", "k", "native (events/s)", "pre-sliced (events/s)",
+         "pre-sliced / native", "CPU s native", "CPU s pre-sliced (JVM + Python)",
+         "same rows"],
+        [[r["workload"], r["slide"], r["k"], f"{r.get('native_eps', 0):,}",
+          f"{r['sliced_eps']:,}", f"{r.get('sliced_speedup', '?')}x", cpu_cell(r, "native"),
+          cpu_cell(r, "sliced"), "yes" if r.get("sliced_same_results") else "NO"]
+         for r in results if "sliced_eps" in r])
 
 
 def markdown(payload: dict[str, Any]) -> str:
@@ -289,15 +315,20 @@ def markdown(payload: dict[str, Any]) -> str:
         f"{r0['events']:,} events, {r0['keys']} keys, event times over 10^4 s "
         f"({r0['events'] / r0['keys'] / 1e4:g} events per second per key), in "
         f"{r0['files']} Parquet files read {r0['files_per_trigger']} per "
-        f"micro-batch by both sides; watermark 10 s, R = 1 hour; (a) count + max of a long "
-        f"column, (b) mean of a double column. Each cell runs both queries one after the "
-        f"other to the end of the input (`availableNow`, append mode, Parquet sink); "
+        f"micro-batch by every side; watermark 10 s, R = 1 hour; (a) count + max of a long "
+        f"column, (b) mean of a double column. Each cell runs the queries (native, then swag's "
+        f"default path, then, where recorded, `presliced=True`) one after the other to the "
+        f"end of the input (`availableNow`, append mode, Parquet sink); "
         f"events/s are from the wall time of the whole query, the CPU columns are the JVM's "
         f"and the Python workers' CPU seconds. Rows are compared after each cell. Run: "
         f"`.venvs/spark/bin/python -m benchmarks spark_streaming`.\n",
         table(results),
         "![Spark streaming](img/spark_streaming.png)\n",
     ]
+    if any("sliced_eps" in r for r in results):
+        lines += ["Streaming pre-slicing (`presliced=True`, `docs/spark.md`), the third query "
+                  "of each cell (workload (a) only: a mean of a double column cannot be "
+                  "pre-sliced):\n", sliced_table(results)]
     before = load("spark_streaming_before")
     if before is not None and before.get("results"):
         lines.append(f"Layout 1 (one key per Python call, `key_buckets=None`: the streaming "
@@ -340,15 +371,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files-per-trigger", type=int, default=5)
     parser.add_argument("--slides", default="1h,10m,1m,10s")
     parser.add_argument("--workloads", default="a,b")
-    parser.add_argument("--sides", default="native,swag")
+    parser.add_argument("--sides", default="native,swag",
+                        help="native, swag (its default path), sliced (presliced=True)")
     parser.add_argument("--key-buckets", default=None,
                         help="sliding_aggregate's key_buckets (a number, or 'none')")
+    parser.add_argument("--presliced", default=None, choices=["auto", "true", "false"],
+                        help="sliding_aggregate's presliced (default: its own default)")
     parser.add_argument("--out", default=None,
                         help="store the results as benchmarks/results/<OUT>.json")
     args = parser.parse_args(argv)
     if args.key_buckets is not None:
         SWAG_OPTIONS["key_buckets"] = (None if args.key_buckets == "none"
                                        else int(args.key_buckets))
+    if args.presliced is not None:
+        SWAG_OPTIONS["presliced"] = {"auto": None, "true": True, "false": False}[args.presliced]
     payload = measure(args.events, args.keys, max(1, args.events // args.files),
                       args.files_per_trigger, args.slides.split(","),
                       args.workloads.split(","), args.sides.split(","))
@@ -356,7 +392,9 @@ def main(argv: list[str] | None = None) -> int:
         _store(payload, args.out)
     else:
         print(table(payload["results"]))
-    return 0 if all(r.get("same_results", True) for r in payload["results"]) else 1
+        print(sliced_table(payload["results"]))
+    return 0 if all(r.get("same_results", True) and r.get("sliced_same_results", True)
+                    for r in payload["results"]) else 1
 
 
 if __name__ == "__main__":

@@ -184,8 +184,13 @@ def bucket_events(plan: Plan, frames: Any, ids: dict[Hashable, bytes],
                 ids[dk] = kj.encode()
             keys.append(dk)
         ts = pdf[TIME_IN].tolist()
-        times.extend(ts if plan.time_is_string else [time_value(t) for t in ts])
-        values.extend(json_values(plan, pdf[VALUE_IN].tolist(), texts))
+        ts = ts if plan.time_is_string else [time_value(t) for t in ts]
+        times.extend(ts)
+        if plan.slices is None:
+            values.extend(json_values(plan, pdf[VALUE_IN].tolist(), texts))
+        else:  # one row per key and slice: the partials
+            values.extend(plan.slices.json_values(pdf[VALUE_IN].tolist(), ts,
+                                                  keys[len(values):]))
         if plan.has_order:
             orders.extend(pdf[ORDER_IN].tolist())
     events = list(zip(keys, times, values))
@@ -197,11 +202,23 @@ def bucket_events(plan: Plan, frames: Any, ids: dict[Hashable, bytes],
 
 def run_bucket(plan: Plan, driver: WindowDriver, backend: BucketBackend,
                events: list[tuple[Any, Any, Any]], watermark: int | None) -> Output:
-    """The driver over a bucket's events, then its other keys whose timers are due."""
-    out = driver.process_batch(events, backend, watermark) if events else Output()
+    """The driver over a bucket's events, then its other keys whose timers are due.
+
+    Pre-sliced (``plan.slices``), the events are slice rows that Spark's aggregation let go
+    once the watermark passed their slices' ends, so they are behind ``watermark`` by
+    construction: the driver takes them against its own watermark (the previous call's,
+    which no slice row is behind), then every key of the call moves to the start of the
+    slice holding ``watermark`` (:meth:`~spark_adapter._presliced.SlicePlan.closed`)."""
+    sliced = plan.slices is not None
+    if sliced and watermark is not None:
+        watermark = plan.slices.closed(watermark)
+    out = (driver.process_batch(events, backend, None if sliced else watermark) if events
+           else Output())
     if watermark is not None:
         seen = set(out.timers)
         due = [k for k in _due_keys(plan, backend, watermark) if k not in seen]
+        if sliced:
+            due = list(dict.fromkeys([k for k, _, _ in events] + due))
         if due:
             more = driver.advance_keys(due, watermark, backend)
             out.rows.extend(more.rows)

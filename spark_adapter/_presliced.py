@@ -45,6 +45,7 @@ Why the values are identical to the event path (``swag_core``'s kernels over raw
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +109,36 @@ class SlicePlan:
         partials."""
         t = F.col(TIME_IN)
         start = (t - F.pmod(t - F.lit(self.base), F.lit(self.width))).alias(TIME_IN)
+        return prepared.groupBy(*group_cols, start).agg(*self.partials(has_order))
+
+    def stream_frame(self, prepared: DataFrame, key_cols: Sequence[str], event_time: str,
+                     has_order: bool) -> DataFrame:
+        """Streaming: ``prepared`` aggregated per key and slice by Spark's own stateful
+        aggregation (append mode), grouped by the tumbling ``window`` of width ``g`` over
+        the watermarked timestamp column ``event_time`` (append mode needs the watermark
+        column among the grouping keys); a ``(key, slice)`` row leaves it once the watermark
+        passed the slice's end. Columns: the key columns, ``swag_t`` (the slice start,
+        epoch ms) and the partials."""
+        slices = F.window(F.col(event_time), f"{self.width} milliseconds",
+                          startTime=f"{self.base} milliseconds")
+        sliced = prepared.groupBy(*key_cols, slices.alias("swag_slice")).agg(
+            *self.partials(has_order))
+        partials = [c for c in sliced.columns if c not in key_cols and c != "swag_slice"]
+        return sliced.select(*key_cols,
+                             F.unix_millis(F.col("swag_slice.start")).alias(TIME_IN),
+                             *partials)
+
+    def closed(self, watermark: int) -> int:
+        """Streaming: the driver's watermark when Spark's is ``watermark``: the start of the
+        slice holding it. Every slice that ends at or before ``watermark`` has left Spark's
+        aggregation, the others start at or after this bound, so no slice row is ever
+        behind the driver's watermark; window ends lie on the grid, so a window ends at or
+        before ``watermark`` iff it ends at or before this bound."""
+        return watermark - (watermark - self.base) % self.width
+
+    def partials(self, has_order: bool) -> list[Column]:
+        """The per-slice partial aggregates over the event path's input columns."""
+        t = F.col(TIME_IN)
         aggs: list[Column] = [F.count(F.lit(1)).alias(COUNT)]
         if has_order:
             o = F.col(ORDER_IN)
@@ -131,24 +162,33 @@ class SlicePlan:
                     aggs.append(F.sum(c.bitwiseAND(F.lit(_LOW_MASK))).alias(f"{SUM_LO}{i}"))
                 else:
                     aggs.append(F.sum(c).alias(f"{SUM}{i}"))
-        return prepared.groupBy(*group_cols, start).agg(*aggs)
+        return aggs
 
     def events(self, table: Any, key: Any, time_field: str) -> list[tuple[Any, Any]]:
         """The driver's events of one key's slice rows (an Arrow table of :meth:`frame`):
         ``(slice start, {partials})``; raises :class:`BadEventError` as the event path
         does for null times, null values and NaN."""
         cols = {name: table.column(name).to_pylist() for name in table.column_names}
-        starts, counts = cols[TIME_IN], cols[COUNT]
+        starts = cols[TIME_IN]
         if None in starts:
             parse_time(None, key, time_field)  # raises the event path's error
+        return list(zip(starts, self.values(cols, [key] * len(starts))))
+
+    def values(self, cols: Mapping[str, list[Any]], keys: Sequence[Any]
+               ) -> list[dict[str, Any]]:
+        """The driver's event values (``{partial name: partial}``) of slice rows given as
+        columns (``cols``: the partials of :meth:`partials` and ``swag_t``; ``keys[i]``: row ``i``'s
+        driver key, for errors); raises :class:`BadEventError` as the event path does for
+        null values and NaN."""
+        starts, counts = cols[TIME_IN], cols[COUNT]
         values: list[dict[str, Any]] = [{partial_field("count", None): n} for n in counts]
         for i, f in enumerate(self.fields):
             present = cols[f"{NON_NULL}{i}"]
-            for s, n, nn in zip(starts, counts, present):
+            for key, s, n, nn in zip(keys, starts, counts, present):
                 if nn < n and not self.skip:
                     self._bad(key, s, f, None)
             if f.floating and not self.skip:
-                for s, mx in zip(starts, cols[f"{MAX}{i}"]):
+                for key, s, mx in zip(keys, starts, cols[f"{MAX}{i}"]):
                     if mx != mx:
                         self._bad(key, s, f, mx)
             zeros = cols.get(f"{ZERO}{i}")
@@ -170,7 +210,24 @@ class SlicePlan:
                 for value, s, nn in zip(values, sums, present):
                     value[total] = s
                     value[mean] = (0, 0) if s is None else (s, nn)  # mean's identity
-        return list(zip(starts, values))
+        return values
+
+    def json_values(self, texts: Sequence[str], starts: Sequence[int], keys: Sequence[Any]
+                    ) -> list[dict[str, Any]]:
+        """Streaming: :meth:`values` of slice rows whose partials travel as JSON objects
+        (``to_json`` writes a floating NaN or infinity as a string, pitfall 9)."""
+        rows = [json.loads(t) for t in texts]
+        if not rows:
+            return []
+        cols: dict[str, list[Any]] = {name: [r[name] for r in rows] for name in rows[0]}
+        for i, f in enumerate(self.fields):
+            if f.floating:
+                for prefix in (MAX, MIN, ZERO):
+                    col = cols.get(f"{prefix}{i}")
+                    if col is not None:
+                        cols[f"{prefix}{i}"] = [float(x) if type(x) is str else x for x in col]
+        cols[TIME_IN] = list(starts)
+        return self.values(cols, keys)
 
     def _bad(self, key: Any, start: int, f: SliceField, x: Any) -> None:
         what = "None (a null value)" if x is None else "NaN"

@@ -218,23 +218,51 @@ def _aggregate_type(spec: AggSpec, raw: Any, value_types: Mapping[str, DataType]
     return dt
 
 
-def _slices(presliced: bool | None, query: Query,
-            value_types: Mapping[str, DataType], typed: Typed | None,
-            time_is_string: bool) -> SlicePlan | None:
-    """The pre-slicing plan of the call (``None``: one row per event), per ``presliced``."""
-    if presliced is False:
+def _slices(presliced: bool | None, query: Query, columns: Mapping[str, DataType],
+            key_names: Sequence[str], value_types: Mapping[str, DataType],
+            typed: Typed | None, time_is_string: bool, blocked: str | None
+            ) -> SlicePlan | None:
+    """The pre-slicing plan of the call (``None``: one row per event), per ``presliced``;
+    ``blocked``: why this streaming call cannot pre-slice whatever its query (``None``: it
+    may; see :func:`_stream_block`). Streaming pre-slices only when asked (``True``): it
+    follows Spark's lateness rule, not the driver's, and measured slower than the event
+    path on sparse streams (``docs/spark.md``, "Pre-slicing (streaming)")."""
+    if presliced is False or (presliced is None and typed is None):
         return None
-    if typed is None:  # streaming: typed columns (and so pre-slicing) are batch only
-        if presliced:
-            raise ValueError("presliced=True: pre-slicing is for batch DataFrames only")
-        return None
-    transport = {name: f"{VALUE_IN}{i}" for i, (name, _) in enumerate(typed.values)}
-    found = slice_plan(query, value_types, transport, time_is_string, typed.keys)
+    found: SlicePlan | str
+    if blocked is not None:
+        found = blocked
+    elif typed is not None:  # batch: the typed transport columns
+        transport = {name: f"{VALUE_IN}{i}" for i, (name, _) in enumerate(typed.values)}
+        found = slice_plan(query, value_types, transport, time_is_string, typed.keys)
+    else:  # streaming: the stage-1 frame of _sliced_stream names its columns the same way
+        transport = {name: f"{VALUE_IN}{i}" for i, name in enumerate(value_types)}
+        found = slice_plan(query, value_types, transport, time_is_string,
+                           [columns[k] for k in key_names])
     if isinstance(found, str):
         if presliced:
             raise ValueError(f"presliced=True, but this query cannot be pre-sliced: {found}")
         return None
     return found
+
+
+def _stream_block(streaming: bool, watermark: str | None, query: Query, late_rows: str,
+                  key_buckets: int | None) -> str | None:
+    """Why a streaming call cannot pre-slice whatever its windows and aggregations
+    (``None``: it may, or the call is batch)."""
+    if not streaming:
+        return None
+    if watermark is None:
+        return ("no watermark= (Spark's slice aggregation needs the watermark on the time "
+                "column, which the adapter sets only when given the delay)")
+    if query.allowed_lateness:
+        return ("allowed_lateness > 0 (Spark's slice aggregation closes a slice as soon as "
+                "the watermark passes it)")
+    if late_rows != "drop":
+        return f"late_rows={late_rows!r} (late events are returned one by one)"
+    if key_buckets is None:
+        return "key_buckets=None (pre-sliced streaming runs in the bucket layout)"
+    return None
 
 
 def _has_watermark(df: DataFrame) -> bool:
@@ -343,13 +371,17 @@ def sliding_aggregate(
             ``pyspark.sql.Observation`` to observe, or ``None``.
         max_cached_keys: bound of the per-worker structure cache (keys beyond it are rebuilt
             from state when they come back).
-        presliced: batch only: let Spark aggregate each key's events per slice (general
-            stream slicing) before the driver combines slices into windows, with identical
-            results (``docs/spark.md``, "Pre-slicing"). ``None`` (default): whenever the query
-            allows it (sliding/tumbling windows with slices wider than 1 ms; count, max, min,
-            sum, mean, with sum/mean of integral columns only; epoch-ms or timestamp time; no
-            float/double key column); ``True``: required (``ValueError`` saying why it
-            cannot); ``False``: never (one row per event into Python).
+        presliced: let Spark aggregate each key's events per slice (general stream
+            slicing) before the driver combines slices into windows (``docs/spark.md``,
+            "Pre-slicing"). Batch, with identical results: ``None`` (default) whenever the
+            query allows it (sliding/tumbling windows with slices wider than 1 ms; count,
+            max, min, sum, mean, with sum/mean of integral columns only; epoch-ms or
+            timestamp time; no float/double key column); ``True``: required (``ValueError``
+            saying why it cannot); ``False``: never (one row per event into Python).
+            Streaming: only with ``True`` (Spark's streaming aggregation first, then the
+            driver; also needs ``watermark=``, no allowed lateness, ``late_rows="drop"`` and
+            key buckets; late events follow Spark's rule and are counted in the
+            aggregation's ``numRowsDroppedByWatermark``); ``None``/``False``: per event.
         nulls: ``"skip"`` (default, as Spark SQL): the built-in aggregations leave out null
             and NaN values of their field, and give null for a window without any other;
             ``count`` of a field counts the other values. ``"error"``: a null or NaN value
@@ -381,8 +413,9 @@ def sliding_aggregate(
     query = Query.build(specs, dict(aggregations), duration_ms(allowed_lateness,
                                                                "allowed_lateness"),
                         None if algorithm in (None, "auto") else algorithm, nulls)
+    blocked = _stream_block(df.isStreaming, watermark, query, late_rows, key_buckets)
     call = _plan_call(df, query, columns, key_names, time, time_type, aggregations,
-                      output_types, late_rows, order_by, max_cached_keys, presliced)
+                      output_types, late_rows, order_by, max_cached_keys, presliced, blocked)
     single = single and late_rows != "include"
     _check_output_names(call, columns, key_names, single)
     wide = _run(df, call, time, time_type, watermark, order_by, key_buckets)
@@ -438,7 +471,7 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
                key_names: tuple[str, ...], time: str, time_type: DataType,
                aggregations: Mapping[str, Any], output_types: Mapping[str, Any] | None,
                late_rows: str, order_by: str | None, max_cached_keys: int | None,
-               presliced: bool | None) -> _Call:
+               presliced: bool | None, blocked: str | None) -> _Call:
     """The workers' :class:`Plan`: which columns travel how, the output types, slicing."""
     event_names, value_names = _value_columns(query, columns, key_names, time, late_rows)
     value_types = {c: columns[c] for c in value_names}
@@ -462,7 +495,8 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
     agg_json = StructType([StructField(n, T.json_type(agg_types[n], n, output=True), True)
                            for n in json_aggs])
     time_col, time_is_string = _time_ms(F.col(time), time_type, time)
-    slices = _slices(presliced, query, value_types, typed, time_is_string)
+    slices = _slices(presliced, query, columns, key_names, value_types, typed,
+                     time_is_string, blocked)
     plan = Plan(query=query, key_names=key_names,
                 time_name=time, time_is_string=time_is_string,
                 value_fixer=T.json_fixer(value_json), agg_encoders=encoders,
@@ -509,14 +543,20 @@ def _run(df: DataFrame, call: _Call, time: str, time_type: DataType, watermark: 
     plan = call.plan
     columns = _columns(df)
     source = _watermarked(df, time, time_type, watermark) if df.isStreaming else df
-    prepared_cols, group_cols = _input_columns(plan, columns, call.time_col, order_by)
-    prepared = source.select(*prepared_cols)
+    if df.isStreaming and plan.slices is not None:
+        assert key_buckets is not None  # _stream_block
+        prepared = _sliced_stream(source, plan, plan.slices, columns, call.time_col, time,
+                                  time_type, order_by)
+        group_cols = [BUCKET_IN]
+    else:
+        prepared_cols, group_cols = _input_columns(plan, columns, call.time_col, order_by)
+        prepared = source.select(*prepared_cols)
     if df.isStreaming and key_buckets is not None:
         # the bucket of a key: a hash of its JSON text, the key's identity in the state
         prepared = prepared.withColumn(
             BUCKET_IN, F.pmod(F.hash(F.col(KEY_IN)), F.lit(key_buckets)))
         group_cols = [BUCKET_IN]
-    if plan.slices is not None:
+    elif plan.slices is not None:
         prepared = plan.slices.frame(prepared, group_cols, order_by is not None)
     grouped = prepared.groupBy(*group_cols)
     if not df.isStreaming:
@@ -526,6 +566,36 @@ def _run(df: DataFrame, call: _Call, time: str, time_type: DataType, watermark: 
     return grouped.transformWithStateInPandas(
         statefulProcessor=processor, outputStructType=WIDE_SCHEMA,
         outputMode="Append", timeMode="EventTime")
+
+
+def _sliced_stream(source: DataFrame, plan: Plan, slices: SlicePlan,
+                   columns: Mapping[str, DataType], time_col: Column, time: str,
+                   time_type: DataType, order_by: str | None) -> DataFrame:
+    """Streaming pre-slicing, stage 1: Spark's stateful aggregation per key and slice
+    (:meth:`SlicePlan.stream_frame`) over the watermarked source, as the input of the
+    driver's stage (``swag_k`` JSON key, ``swag_t`` slice start, ``swag_v`` the partials
+    as JSON: one row per non-empty key and slice)."""
+    event_time = time if isinstance(time_type, TimestampType) else "_swag_wm"
+    key_json = _json_struct(plan.key_names, columns)
+    # A null time is bad input, as on the event path. window() filters null times, and
+    # Spark pushes that filter below any projection, so the check sits in an observed
+    # metric (a filter is not pushed through one): its aggregate raises at the first null.
+    bad = F.raise_error(F.concat(F.lit(f"BadEventError: time field {time!r} is null; key "),
+                                 key_json))
+    source = source.observe(f"swag_null_times_{plan.token[:12]}",
+                            F.count(F.when(time_col.isNull(), bad)).alias("null_times"))
+    cols = [F.col(k) for k in plan.key_names] + [time_col.alias(TIME_IN)]
+    cols += [T.to_json_column(F.col(c), columns[c]).alias(f"{VALUE_IN}{i}")
+             for i, c in enumerate(plan.json_values)]
+    if order_by is not None:
+        cols.append(F.col(order_by).alias(ORDER_IN))
+    cols.append(F.col(event_time))
+    sliced = slices.stream_frame(source.select(*cols), list(plan.key_names), event_time,
+                                 order_by is not None)
+    partials = [c for c in sliced.columns if c not in plan.key_names and c != TIME_IN]
+    return sliced.select(key_json.alias(KEY_IN), F.col(TIME_IN),
+                         F.to_json(F.struct(*partials), {"ignoreNullFields": "false"})
+                         .alias(VALUE_IN))
 
 
 def _results(wide: DataFrame, call: _Call, columns: Mapping[str, DataType],
