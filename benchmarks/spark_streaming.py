@@ -337,8 +337,85 @@ def markdown(payload: dict[str, Any]) -> str:
                      f"{before['results'][0]['events']:,} events, load average "
                      f"{before.get('load_average_at_start', '?')} at its start):\n")
         lines.append(table(before["results"]))
+    lines += _where_time_goes(results)
+    lines += _other_runs()
     lines += _goals(results)
     return "\n".join(lines) + "\n"
+
+
+def _where_time_goes(results: list[dict[str, Any]]) -> list[str]:
+    """Why the small-k goals are out of reach, from the main run's CPU seconds."""
+    small = [r for r in results if r["k"] <= 6 and "native_cpu_jvm_s" in r
+             and "swag_cpu_jvm_s" in r]
+    if not small:
+        return []
+
+    def span(values: list[float]) -> str:
+        return f"{min(values):.1f}-{max(values):.1f} s"
+
+    native = [r["native_cpu_jvm_s"] + r["native_cpu_python_s"] for r in small]
+    swag = [r["swag_cpu_jvm_s"] + r["swag_cpu_python_s"] for r in small]
+    return [f"Where the time goes at k <= 6 (CPU seconds of the main table): Spark's own query "
+            f"costs {span(native)} (one stateful aggregation, about the floor of any streaming "
+            f"query over this source), swag's default path {span(swag)}, of which the JVM "
+            f"{span([r['swag_cpu_jvm_s'] for r in small])} (reading, the JSON of each event's "
+            f"fields, the shuffle, Arrow, state commits) and the Python workers "
+            f"{span([r['swag_cpu_python_s'] for r in small])}: no change inside the Python "
+            f"side alone brings k = 1 to 1x.\n"]
+
+
+def _run_line(payload: dict[str, Any], name: str, args: str) -> str:
+    m = payload["machine"]
+    return (f"(commit {m.get('commit', '?')}, {m.get('date', '?')}, load average "
+            f"{payload.get('load_average_at_start', '?')} at the start; "
+            f"`benchmarks/results/{name}.json`, run: `python -m benchmarks.spark_streaming "
+            f"{args} --out {name}`)")
+
+
+def _layout_cells(payload: dict[str, Any]) -> list[Any]:
+    by_k = {r["k"]: r for r in payload["results"]}
+    return [f"{by_k[k]['swag_eps']:,}" if k in by_k else "?" for k in (1, 360)] + \
+        [cpu_cell(by_k[k], "swag") if k in by_k else "?" for k in (1, 360)]
+
+
+def _other_runs() -> list[str]:
+    """The recorded runs next to the main one: the two streaming layouts (swag only), the
+    per-event path on an idle machine, and the issue's size (10^6 events)."""
+    from benchmarks import report
+    from benchmarks.common import load
+
+    lines = []
+    buckets = load("spark_streaming_buckets_at_head")
+    per_key = load("spark_streaming_per_key_at_head")
+    if buckets and per_key:
+        lines += [
+            "The two streaming layouts, swag only, workload (a) (two aggregations, which the "
+            "NumPy cross-key runtime does not cover, so inside a bucket the driver runs its "
+            "per-key code for each key: what differs is the number of state and timer calls), "
+            "alternating " + _run_line(buckets, "spark_streaming_buckets_at_head",
+                                       "--sides swag --workloads a") + ":\n",
+            report.table(["layout", "k = 1 events/s", "k = 360 events/s",
+                          "k = 1 CPU s (JVM + Python)", "k = 360 CPU s"],
+                         [["key buckets (`key_buckets=16`, default)", *_layout_cells(buckets)],
+                          ["per key (`key_buckets=None`)", *_layout_cells(per_key)]]),
+            "Wall time swings with the load; the CPU columns do not.\n"]
+    head = load("spark_streaming_head")
+    if head:
+        lines += ["The default path against Spark's own windows on an idle machine " +
+                  _run_line(head, "spark_streaming_head",
+                            "--events 100000 --files 20 --slides 1h,1m,10s") + ":\n",
+                  table(head["results"])]
+    big = load("spark_streaming_1m")
+    if big:
+        lines += ["At the issue's size, 10^6 events (one per second per key), workload (a) " +
+                  _run_line(big, "spark_streaming_1m", "--events 1000000 --files 20 "
+                            "--slides 1h,10s --workloads a --sides native,swag,sliced") + ":\n",
+                  table(big["results"]), sliced_table(big["results"]),
+                  "Slices hold 10 (k = 360) to 3,600 (k = 1) events here: pre-slicing cuts the "
+                  "Python side, but adds a second stateful operator whose shuffle and state "
+                  "commits cost JVM time, so it pays off only when slices hold many events "
+                  "(`docs/spark.md`, streaming pre-slicing).\n"]
+    return lines
 
 
 def _goals(results: list[dict[str, Any]]) -> list[str]:
