@@ -64,6 +64,8 @@ class OverBatchRuntime(BatchRuntime):
         """The runtime of an OVER query whose keys ``store`` holds, or ``None`` if it does
         not cover it (see the module docstring)."""
         lanes = store.lanes
+        if store.query.layout == "kvs":
+            return None  # the per-key path keeps the windows in the keys' pair maps
         if (np is None or forced is not None or len(lanes) != 1 or len(aggregations) != 1
                 or not isinstance(lanes[0], TimeLane) or len(lanes[0].specs) != 1
                 or not isinstance(lanes[0].specs[0][1], OverWindow)):

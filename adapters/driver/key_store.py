@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import operator
+import random
 from bisect import bisect_left
 from collections import OrderedDict
 from typing import Any
@@ -65,6 +66,9 @@ Removal = tuple[int, list[tuple[int, int]]] | None
 def _row_time(row: dict[str, Any]) -> int:
     end = row.get("end")
     return end if end is not None else row["time"] + 1
+
+
+_getrandbits = random.Random().getrandbits
 
 
 class KeyStore:
@@ -174,7 +178,7 @@ class KeyStore:
         rt.pending_min = pending[0][0] if pending else INF
         rt.times = [r[0] for r in released]
         policy_lengths = iter(meta.get("pol", []))
-        reopened = self.kvs.reopen(rt, key, state, b)
+        reopened = self.kvs.reopen(rt, key, state, b, meta["n"])
         for i, (lane, ls) in enumerate(zip(self.lanes, rt.lanes)):
             if i not in reopened:
                 lane.restore(ls, rt, released, b, key, policy_lengths)
@@ -218,9 +222,14 @@ class KeyStore:
         runtimes; ``key`` names the key), log removals, the new log entry, then the
         metadata, which the runtime remembers (a restart or the other path is detected by it
         changing)."""
+        nonce = None
         if self.kvs.eligible and isinstance(rt, KeyRuntime):
-            self.kvs.save(rt, key, state)
-        meta = self._write_meta(rt.wm, rt.seq, rt.released, rt.late, policy)
+            # the map's record carries the nonce of the metadata written after it: a reload
+            # finds them different if this call failed in between (a state without
+            # transactions)
+            nonce = _getrandbits(62)
+            self.kvs.save(rt, key, state, nonce)
+        meta = self._write_meta(rt.wm, rt.seq, rt.released, rt.late, policy, nonce)
         if removal is not None:
             state.remove_events(*removal)
         if entry is not None:

@@ -25,6 +25,8 @@ that lane's events).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Final
 
 from adapters.driver.key_runtime import KeyRuntime, LaneState
@@ -76,20 +78,30 @@ class KvsLanes:
                          if isinstance(lane, TimeLane) and lane.has_over and not lane.sliding]
         self.auto_min = AUTO_MIN_ENTRIES if bounded else AUTO_MIN_ENTRIES_UNBOUNDED
         self._encodes: dict[int, bool] = {}
+        # ``auto`` moves built-in aggregations only: a custom one's partials may encode for
+        # some values and not for later ones
+        self._builtins = all(a.fn is not None for a in query.aggregations)
+        # every lane aggregates every output of the query (lifted_aggregation)
+        self._sources = hashlib.blake2b(
+            json.dumps([a.source for a in query.aggregations]).encode(),
+            digest_size=8).hexdigest()
 
     def _class(self, i: int) -> type[_KvsLayout]:
         return KvsLogMta if self.lanes[i].algorithm == "log_mta" else KvsAmta
 
     def _fingerprint(self, i: int) -> str:
-        """What a lane's stored pairs depend on: structure and aggregation."""
-        return f"{self._class(i).__name__}:{self.lanes[i].aggregation.name}"
+        """What a lane's stored pairs depend on: the structure and what every aggregation of
+        the lane computes (fn, field, parameters, null mode: :attr:`AggSpec.source`; not the
+        output names)."""
+        return f"{self._class(i).__name__}:{self.lanes[i].aggregation.name}:{self._sources}"
 
     def _new(self, i: int, pairs: LanePairs) -> Window:
         return self._class(i)(self.lanes[i].aggregation, pairs, cache_pairs=CACHE_PAIRS,
                               buffer_pairs=CACHE_PAIRS)
 
     # ------------------------------------------------------------------ load
-    def reopen(self, rt: KeyRuntime, key: Any, state: KeyState, b: int | float) -> set[int]:
+    def reopen(self, rt: KeyRuntime, key: Any, state: KeyState, b: int | float,
+               nonce: int) -> set[int]:
         """After a miss: give ``rt``'s eligible lanes their KVS structures (reopened from the
         key's map, or new and empty under ``layout="kvs"``); returns the lanes reopened
         (the others are restored from the log by the caller)."""
@@ -104,7 +116,7 @@ class KvsLanes:
             record = pairs.read_local()
             ls = rt.lanes[i]
             if record is not None:
-                ls.w = self._reopen(i, key, pairs, record)
+                ls.w = self._reopen(i, key, pairs, record, nonce)
                 lane = self.lanes[i]
                 assert isinstance(lane, TimeLane)
                 ls.low = lane.need(b)
@@ -113,16 +125,24 @@ class KvsLanes:
                 ls.w = self._new(i, pairs)
         return reopened
 
-    def _reopen(self, i: int, key: Any, pairs: LanePairs, record: list[Any]) -> Window:
+    def _reopen(self, i: int, key: Any, pairs: LanePairs, record: list[Any],
+                nonce: int) -> Window:
         try:
-            fingerprint, ints, partials = record
+            fingerprint, ints, partials, written_with = record
         except ValueError:
             raise StateError(f"key {key!r}: corrupt window pairs record") from None
+        if written_with != nonce:
+            raise StateError(
+                f"key {key!r}: its window pairs and its metadata were written by different "
+                f"calls (a call failed between the two writes on a state without "
+                f"transactions; engines discard a failed micro-batch's or bundle's writes): "
+                f"restore the key's state from a checkpoint")
         if fingerprint != self._fingerprint(i):
             raise StateError(
                 f"key {key!r}: its per-event structure was stored for {fingerprint!r}, this "
-                f"query needs {self._fingerprint(i)!r} (the KVS layout keeps aggregates, not "
-                f"events: keep the aggregations or start from empty state)")
+                f"query needs {self._fingerprint(i)!r} (structure:aggregation:hash of the "
+                f"aggregation specs; the KVS layout keeps aggregates, not events: keep the "
+                f"algorithm and the aggregations, or start from empty state)")
         cls = self._class(i)
         w: Window = cls.reopen(self.lanes[i].aggregation, pairs, (ints, partials),
                                cache_pairs=CACHE_PAIRS, buffer_pairs=CACHE_PAIRS)
@@ -138,17 +158,19 @@ class KvsLanes:
                 rt.lanes[i].w = self._new(i, LanePairs(pair_map, i, key))
 
     # ------------------------------------------------------------------ save
-    def save(self, rt: KeyRuntime, key: Any, state: KeyState) -> None:
-        """Write every KVS structure of ``rt`` (flushed, with its local part) to the key's
-        map; under ``layout="auto"`` first move a structure that became large there. Every
-        lane is encoded before any is written: an encoding error writes nothing."""
+    def save(self, rt: KeyRuntime, key: Any, state: KeyState, nonce: int) -> None:
+        """Write every KVS structure of ``rt`` (flushed, with its local part, stamped with
+        ``nonce``, that of the metadata written next) to the key's map; under
+        ``layout="auto"`` first move a structure that became large there. Every lane is
+        encoded before any is written: an encoding error writes nothing."""
         lanes = rt.lanes
         writes = []
         for i in self.eligible:
             ls = lanes[i]
             w = ls.w
             if not isinstance(w, _KvsLayout):
-                if self.layout != "auto" or len(w) < self.auto_min or not self._storable(i, w):
+                if (self.layout != "auto" or not self._builtins or len(w) < self.auto_min
+                        or not self._storable(i, w)):
                     continue
                 pair_map = _pair_map(state)
                 if pair_map is None:
@@ -158,7 +180,14 @@ class KvsLanes:
             ints, partials = w.local_state()
             store = w.store
             assert isinstance(store, LanePairs)
-            writes.append((store, store.encode([self._fingerprint(i), ints, partials])))
+            try:
+                writes.append((store, store.encode([self._fingerprint(i), ints, partials,
+                                                    nonce])))
+            except CodecError as exc:
+                raise StateError(
+                    f"key {key!r}: a partial aggregate of its per-event window cannot be "
+                    f"stored in the KVS layout ({exc}); run this aggregation with "
+                    f"layout='memory' (from empty state)") from exc
         for store, (gone, puts) in writes:
             store.apply(gone, puts)
 

@@ -278,6 +278,9 @@ class AggSpec:
     skips_missing: bool = False
     #: The ``swag_core`` built-in of a built-in fn (before null handling), else ``None``.
     base: Aggregation | None = None
+    #: What the output computes, as text (the spec's fn, field, parameters and null mode; the
+    #: class of a custom aggregation): state holding its partials is checked against it.
+    source: str = ""
 
 
 def get_field(value: Any, name: str) -> Any:
@@ -503,6 +506,26 @@ def parse_aggregation(name: str, spec: Any, path: str | None = None,
     """
     path = path if path is not None else f"aggregations.{name}"
     check_nulls(nulls)
+    if isinstance(spec, AggSpec):
+        return _parse_aggregation(name, spec, path, nulls)
+    return dataclasses.replace(_parse_aggregation(name, spec, path, nulls),
+                               source=_source(spec, nulls))
+
+
+def _source(spec: Any, nulls: str) -> str:
+    """:attr:`AggSpec.source` of a spec (see :func:`parse_aggregation`)."""
+    def kind(obj: Any) -> str:
+        return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+    if isinstance(spec, Mapping):
+        return json.dumps({**spec, "nulls": nulls}, sort_keys=True, default=kind)
+    if isinstance(spec, tuple) and len(spec) == 2:
+        return json.dumps([spec[0], kind(spec[1])])
+    return kind(spec)
+
+
+def _parse_aggregation(name: str, spec: Any, path: str, nulls: str) -> AggSpec:
+    """:func:`parse_aggregation` without :attr:`AggSpec.source`."""
     if not isinstance(name, str) or not name:
         raise QuerySpecError(path, f"output names must be non-empty strings, got {name!r}")
     if name in RESERVED_COLUMNS:

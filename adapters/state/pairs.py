@@ -6,14 +6,16 @@ of the key (an engine's keyed map state: Flink ``MapState[long, bytes]``, Spark
 ``getMapState``; :class:`MemoryPairMap` here). :class:`LanePairs` is the
 :class:`~swag_core.algorithms.mta_kvs.PairStore` the structure sees: it puts the lane into the
 slot, encodes values with the codec's value encoding (:func:`~adapters.state.codec.encode_value`,
-no pickle) and holds one call's writes until :meth:`LanePairs.commit`, so a call that fails
-half-way leaves the key's map as the last completed call wrote it.
+no pickle) and holds one call's writes until :meth:`LanePairs.apply`, so a call that fails
+before its state writes leaves the key's map as the last completed call wrote it; the local
+part carries the nonce of the metadata written after it, so a reload detects a call that
+failed between the two writes.
 
 Format (golden samples in ``tests/golden``): map key ``lane << 56 | level << 48 | pair``
 (:func:`~swag_core.algorithms.mta_kvs.slot` plus the lane index); value
 ``encode_value(tuple of the pair's elements)``, level-0 elements ``(time, partial)``. The map
 key ``lane << 56 | LOCAL`` holds the structure's local part,
-``encode_value([PAIRS_VERSION, kind, fingerprint, ints, partials])``
+``encode_value([PAIRS_VERSION, fingerprint, ints, partials, meta nonce])``
 (:meth:`~swag_core.algorithms.mta_kvs.KvsAmta.local_state`).
 """
 
@@ -88,7 +90,7 @@ class MemoryPairMap:
 class LanePairs:
     """One lane's :class:`~swag_core.algorithms.mta_kvs.PairStore` over a key's
     :class:`PairMap` (see the module docstring): encodes, prefixes with the lane, and holds
-    the writes of the current call until :meth:`commit`."""
+    the writes of the current call until :meth:`apply`."""
 
     __slots__ = ("key", "lane", "map", "pending")
 

@@ -215,7 +215,7 @@ def test_kvs_checkpoint_restores(name: str) -> None:
     for k, v in sample["pairs"].items():
         value = decode_value(bytes.fromhex(v))
         if int(k) & ((1 << LANE_SHIFT) - 1) == LOCAL:
-            assert value[0] == PAIRS_VERSION and len(value) == 4
+            assert value[0] == PAIRS_VERSION and len(value) == 5
         else:
             assert type(value) is tuple and 1 <= len(value) <= 2
     bare = WindowDriver(sample["query"]).advance_watermark("k", "end",

@@ -98,14 +98,34 @@ def test_auto_moves_large_structures() -> None:
     assert not backend.key_state("small").pair_map().data
 
 
-def test_state_of_another_aggregation_is_refused() -> None:
-    """The map keeps aggregates, not events: a query with other aggregations is refused
-    with an error naming the key."""
+@pytest.mark.parametrize("other", [
+    AGGS,                                                       # another aggregation
+    {"m": {"fn": "max", "field": "w"}},                         # the same fn of another field
+    {"m": {"fn": "max", "field": "v"}, "n": {"fn": "max", "field": "v"}},
+    "error-nulls",                                              # other null handling
+], ids=["aggregation", "field", "outputs", "nulls"])
+def test_state_of_another_aggregation_is_refused(other: Any) -> None:
+    """The map keeps aggregates, not events: a query whose aggregations compute something
+    else (even the same fn of another field) is refused with an error naming the key."""
+    backend = MemoryStateBackend()
+    calls = [(key, [(t, {**v, "w": v["v"]}) for t, v in events], wm)
+             for key, events, wm in _calls(200)]
+    _run(_query("kvs"), calls, backend)
+    query = _query("kvs") | {"nulls": "error"} if other == "error-nulls" else \
+        _query("kvs", aggs=other)
+    driver = WindowDriver(query, backend=backend)
+    with pytest.raises(StateError, match=r"key 'k'.*stored for"):
+        driver.process("k", [(500, {"v": 1, "w": 2})], backend.key_state("k"), watermark=480)
+
+
+def test_renamed_output_keeps_the_state() -> None:
+    """Output names are not part of what the map's aggregates depend on."""
     backend = MemoryStateBackend()
     _run(_query("kvs"), _calls(200), backend)
-    other = WindowDriver(_query("kvs", aggs=AGGS), backend=backend)
-    with pytest.raises(StateError, match=r"key 'k'.*stored for"):
-        other.process("k", [(500, {"v": 1})], backend.key_state("k"), watermark=480)
+    renamed = WindowDriver(_query("kvs", aggs={"top": {"fn": "max", "field": "v"}}),
+                           backend=backend)
+    out = renamed.process("k", [(500, {"v": 1})], backend.key_state("k"), watermark=480)
+    assert all("top" in row for row in out.rows) and out.rows
 
 
 def test_failed_call_leaves_the_map_as_it_was() -> None:
@@ -122,12 +142,35 @@ def test_failed_call_leaves_the_map_as_it_was() -> None:
     driver = WindowDriver(query)
     driver.process("k", [(t, t % 50) for t in range(300)], state)
     assert driver.advance_watermark("k", 250, state).rows
+    driver.process("k", [(300 + t, 5 - t) for t in range(200)], state)
     before = dict(state.pair_map().data)
     assert before
-    driver.process("k", [(300 + t, 5 - t) for t in range(200)], state)
     with pytest.raises(ValueError, match="negative"):
         driver.advance_watermark("k", 499, state)
     assert state.pair_map().data == before
+
+
+def test_failed_meta_write_after_the_map_is_detected_at_reload() -> None:
+    """A state without transactions whose metadata write fails after the map was written:
+    the next reload refuses the key naming it, instead of replaying released events."""
+    class FailingMeta(MemoryKeyState):
+        fail = False
+
+        def put_meta(self, data: bytes) -> None:
+            if self.fail:
+                raise OSError("disk full")
+            super().put_meta(data)
+
+    state = FailingMeta()
+    driver = WindowDriver(_query("kvs"))
+    driver.process("k", [(t, {"v": t % 50}) for t in range(300)], state)
+    driver.advance_watermark("k", 100, state)
+    state.fail = True
+    with pytest.raises(OSError, match="disk full"):
+        driver.advance_watermark("k", 250, state)
+    state.fail = False
+    with pytest.raises(StateError, match=r"key 'k'.*different calls"):
+        WindowDriver(_query("kvs")).advance_watermark("k", 260, state)
 
 
 def test_auto_keeps_partials_without_an_encoding_in_memory() -> None:
@@ -151,18 +194,21 @@ def test_auto_keeps_partials_without_an_encoding_in_memory() -> None:
 
 
 def test_cross_key_runtime_leaves_a_kvs_key_to_the_per_key_path() -> None:
-    """A key whose window is in its pair map (``layout="kvs"``: from its first call) must not
-    be taken over by the cross-key runtime (``process_batch``, here the OVER runtime): the
-    arrays would keep the key while its map still holds the structure of the switch, which a
-    later reload reopens (rows then lose the events the arrays took)."""
+    """A key whose window is in its pair map (written under ``layout="kvs"``) and then driven
+    through ``process_batch`` of an ``auto`` query (the cross-key OVER runtime's) stays on
+    the per-key path: the arrays would keep the key while its map still holds the structure,
+    which a later reload reopens (rows then lose the events the arrays took)."""
     def events(lo: int, hi: int) -> list[tuple[int, dict[str, float]]]:
         return [(t, {"v": float((t * 7919) % 1000)}) for t in range(lo, hi)]
 
-    def run(layout: str) -> list[Any]:
-        driver = WindowDriver(_query(layout) | {"windows": [{"kind": "over", "range": 5000}]},
-                              max_cached_keys=2)
+    def run(first: str, then: str) -> list[Any]:
+        over = {"windows": [{"kind": "over", "range": 5000}]}
         backend = MemoryStateBackend()
-        rows = driver.process("a", events(0, 3000), backend.key_state("a"), watermark=0).rows
+        writer = WindowDriver(_query(first) | over)
+        rows = writer.process("a", events(0, 3000), backend.key_state("a"), watermark=0).rows
+        rows += writer.advance_watermark("a", 3000, backend.key_state("a")).rows
+        driver = WindowDriver(_query(then) | over, max_cached_keys=2)
+        assert driver.batch_runtime
         for lo in range(3000, 9000, 1000):
             if lo == 6000:
                 driver.drop_cache()
@@ -170,6 +216,18 @@ def test_cross_key_runtime_leaves_a_kvs_key_to_the_per_key_path() -> None:
             rows += driver.process_batch(batch, backend, watermark=lo).rows
         return rows + driver.advance_watermark("a", 9001, backend.key_state("a")).rows
 
-    expected = run("memory")
+    expected = run("memory", "memory")
     assert len(expected) == 9000
-    assert run("kvs") == expected
+    assert run("kvs", "auto") == expected
+
+
+def test_layout_kvs_keeps_process_batch_on_the_per_key_path() -> None:
+    """``layout="kvs"`` applies to keys driven by ``process_batch`` too: no cross-key OVER
+    runtime (it keeps windows in arrays), the windows go to the pair maps."""
+    driver = WindowDriver(_query("kvs"))
+    assert not driver.batch_runtime
+    backend = MemoryStateBackend()
+    driver.process_batch([("k", t, {"v": t % 7}) for t in range(100)], backend, watermark=0)
+    driver.advance_keys(["k"], 100, backend)
+    assert backend.key_state("k").pair_map().data  # the window is in the map
+    assert len(backend.key_state("k")) == 0        # and the log keeps no released event
