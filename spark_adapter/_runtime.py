@@ -72,8 +72,8 @@ META_STATE = "swag_meta"
 LOG_STATE = "swag_log"
 META_SCHEMA = "m binary"
 LOG_SCHEMA = "seg binary"
-#: The pair map of the KVS layout (``MapState``; created only when the query's layout can
-#: use it, see :func:`make_processor`).
+#: The pair map of the KVS layout (``MapState``; declared by queries with an over window,
+#: :func:`uses_pairs`).
 PAIRS_STATE = "swag_pairs"
 PAIRS_KEY_SCHEMA = "slot long"
 PAIRS_VALUE_SCHEMA = "pair binary"
@@ -186,11 +186,6 @@ def _driver_entry(plan: Plan) -> tuple[WindowDriver, SparkPairMap]:
 def driver_for(plan: Plan) -> WindowDriver:
     """The worker process's driver for ``plan`` (created on first use)."""
     return _driver_entry(plan)[0]
-
-
-def pair_map_for(plan: Plan) -> SparkPairMap:
-    """The pair map of :func:`driver_for`'s driver (see :class:`SparkPairMap`)."""
-    return _driver_entry(plan)[1]
 
 
 # ----------------------------------------------------------------------------- decoding
@@ -542,9 +537,11 @@ class SparkPairsKeyState(SparkKeyState):
 
 
 def uses_pairs(query: Query) -> bool:
-    """Whether the per-key streaming processor gives ``query`` the pair map: its layout is
-    not ``"memory"`` and some window is per-event (the KVS layout's lanes are OVER-only)."""
-    return query.layout != "memory" and any(isinstance(w, OverWindow) for w in query.windows)
+    """Whether the per-key streaming processor declares the pair map for ``query``: when
+    some window is per-event (the KVS layout's lanes are OVER-only), whatever its layout:
+    a key whose map holds its structure keeps that layout (its log no longer holds the
+    released events), so a restart with ``layout="memory"`` must still see the map."""
+    return any(isinstance(w, OverWindow) for w in query.windows)
 
 
 # ----------------------------------------------------------------------------- streaming
@@ -558,17 +555,18 @@ def make_processor(plan: Plan) -> Any:
 
         def __init__(self, plan: Plan) -> None:
             self.plan = plan
+            self.with_pairs = uses_pairs(plan.query)
 
         def init(self, handle: Any) -> None:
             self.handle = handle
             self.meta = handle.getValueState(META_STATE, META_SCHEMA)
             self.log = handle.getListState(LOG_STATE, LOG_SCHEMA)
             self.driver, self.pairs = _driver_entry(self.plan)
-            # Only a query that can use it declares the map state: a query with
-            # layout="memory" keeps exactly the state variables of earlier checkpoints.
+            # A checkpoint written without the map state restores with it: Spark accepts a
+            # new state variable (tests/spark/test_kvs_state.py).
             self.pair_state = (handle.getMapState(PAIRS_STATE, PAIRS_KEY_SCHEMA,
                                                   PAIRS_VALUE_SCHEMA)
-                               if uses_pairs(self.plan.query) else None)
+                               if self.with_pairs else None)
 
         def _state(self) -> SparkKeyState:
             if self.pair_state is None:

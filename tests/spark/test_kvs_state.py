@@ -8,6 +8,7 @@ import os
 import random
 
 from adapters.state.segments import decode_segment
+from spark_adapter import _runtime as runtime
 from spark_adapter._runtime import LOG_STATE
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
@@ -46,16 +47,25 @@ def _state(ckpt: str, name: str) -> list:
             .option("stateVarName", name).load().collect())
 
 
-def test_kvs_layout_on_spark_state_restarts_exactly(spark, tmp_path):
-    """Run 1 with ``layout="memory"`` (the state variables of earlier checkpoints), then
-    two restarts from the checkpoint with ``layout="kvs"`` (the map state is added; the keys
-    move to it, then reopen from it): the rows are the oracle's and the event log holds only
-    the pending events (the released ones are in the map state only)."""
+def test_kvs_layout_on_spark_state_restarts_exactly(spark, tmp_path, monkeypatch):
+    """Run 1 with ``layout="memory"`` and without the map state (a checkpoint written before
+    it existed), then two restarts from the checkpoint with ``layout="kvs"`` (the map state
+    is added; the keys move to it, then reopen from it): the rows are the oracle's and the
+    event log holds only the pending events (the released ones are in the map state only)."""
+    calls: list[bool] = []
+    uses_pairs = runtime.uses_pairs
+
+    def first_without_pairs(query):  # the processor of run 1 declares no map state
+        calls.append(uses_pairs(query))
+        return len(calls) > 1 and calls[-1]
+
+    monkeypatch.setattr(runtime, "uses_pairs", first_without_pairs)
     scenario = _scenario()
     result = streaming_run(scenario, restart_after=[1, 3], workdir=str(tmp_path),
                            part_queries=[{"layout": "memory"}, {"layout": "kvs"},
                                          {"layout": "kvs"}])
     assert compare(expected(scenario), result) is None
+    assert calls == [True] * 3
     ckpt = os.path.join(str(tmp_path), "ckpt")
     # The log holds the entries with a pending event only, here the last micro-batch's
     # (arrival numbers from 5 * PER_BATCH on); the memory layout also keeps the entries that
