@@ -170,8 +170,28 @@ def markdown(payload: dict[str, Any]) -> str:
            "RSS (largest `VmHWM` of a Python process below the JVM), which includes the "
            "worker's pyspark, pandas and Arrow and the micro-batch in flight. The machine "
            "was shared with other jobs (load average at each cell in the JSON).\n",
-           table(results), ""]
+           table(results), _reading(results), ""]
     return "\n".join(out) + "\n"
+
+
+def _reading(results: list[dict[str, Any]]) -> str:
+    """What the table says (every number from ``results``)."""
+    cells = {(r["n"], r["layout"]): r for r in results}
+    sizes = sorted({r["n"] for r in results})
+    rss = "; ".join(f"{cells[n, 'kvs']['worker_peak_rss_mb']} vs "
+                    f"{cells[n, 'memory']['worker_peak_rss_mb']} MB at 2^{n.bit_length() - 1}"
+                    for n in sizes)
+    slow = ", ".join(f"{cells[n, 'memory']['events_per_s'] / cells[n, 'kvs']['events_per_s']:.1f}x"
+                     f" at 2^{n.bit_length() - 1}" for n in sizes)
+    return ("\nThe KVS layout holds less in the Python worker (peak RSS, KVS vs memory: "
+            f"{rss}; the rest is the worker itself and the micro-batch in flight, 2n / "
+            f"{FILES} events here), but takes longer (memory events/s over KVS events/s: {slow}): "
+            "PySpark 4.3's `MapState` has no batched calls, so every pair written or "
+            "deleted is one JVM round trip, where the memory layout writes one log segment "
+            "per call. On Spark the KVS layout pays off only when a key's window does not "
+            "fit the worker; `layout=\"auto\"` moves a key's over window from 1,024 "
+            "entries (`docs/adapters.md`), so a query with large over windows and "
+            "`key_buckets=None` should say `layout=\"memory\"` unless memory is the limit.\n")
 
 
 def main(argv: list[str] | None = None) -> int:
