@@ -47,7 +47,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from adapters import END_OF_INPUT, Output, Query, TransientKeyState, WindowDriver
+from adapters import END_OF_INPUT, Output, OverWindow, Query, TransientKeyState, WindowDriver
 from adapters.engine.timers import rearm
 from adapters.state.backend import LogEntry
 from adapters.state.segments import decode_segment, encode_segment, segment_range
@@ -72,6 +72,11 @@ META_STATE = "swag_meta"
 LOG_STATE = "swag_log"
 META_SCHEMA = "m binary"
 LOG_SCHEMA = "seg binary"
+#: The pair map of the KVS layout (``MapState``; declared by queries with an over window,
+#: :func:`uses_pairs`).
+PAIRS_STATE = "swag_pairs"
+PAIRS_KEY_SCHEMA = "slot long"
+PAIRS_VALUE_SCHEMA = "pair binary"
 
 
 @dataclass(frozen=True)
@@ -120,22 +125,67 @@ class Plan:
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
-_DRIVERS: OrderedDict[str, WindowDriver] = OrderedDict()
+class SparkPairMap:
+    """:class:`adapters.state.pairs.PairMap` over a ``MapState`` ``swag_pairs``
+    (``slot long`` -> ``pair binary``) of the current grouping key.
+
+    One per driver, not per task: the driver's cached KVS structures keep the pair map they
+    were built with across micro-batches, while each task's processor has its own
+    ``MapState`` (a connection of that task). So the processor binds (:meth:`bind`) its
+    ``MapState`` before every call into the driver, and a cached structure only touches the
+    map inside a call for its own key (Spark sets that key on the JVM side). Each element is
+    one JVM round trip (PySpark 4.3 has no batched map calls); the driver reads the few
+    pairs a call needs and writes at most a buffer's worth per call.
+    """
+
+    __slots__ = ("_map",)
+
+    def __init__(self) -> None:
+        self._map: Any = None
+
+    def bind(self, map_state: Any) -> None:
+        """Direct the calls to ``map_state`` (the running task's)."""
+        self._map = map_state
+
+    def get_many(self, keys: Sequence[int]) -> list[bytes | None]:
+        get = self._map.getValue
+        out: list[bytes | None] = []
+        for k in keys:
+            row = get((k,))
+            out.append(None if row is None else bytes(row[0]))
+        return out
+
+    def put_many(self, items: Sequence[tuple[int, bytes]]) -> None:
+        update = self._map.updateValue
+        for k, v in items:
+            update((k,), (v,))
+
+    def delete_many(self, keys: Sequence[int]) -> None:
+        remove = self._map.removeKey
+        for k in keys:
+            remove((k,))
 
 
-def driver_for(plan: Plan) -> WindowDriver:
-    """The worker process's driver for ``plan`` (created on first use)."""
-    d = _DRIVERS.get(plan.token)
-    if d is None:
+_DRIVERS: OrderedDict[str, tuple[WindowDriver, SparkPairMap]] = OrderedDict()
+
+
+def _driver_entry(plan: Plan) -> tuple[WindowDriver, SparkPairMap]:
+    entry = _DRIVERS.get(plan.token)
+    if entry is None:
         query = plan.query if plan.slices is None else plan.slices.query
-        d = WindowDriver(query, max_cached_keys=plan.max_cached_keys,
-                         time_field=plan.time_name)
-        _DRIVERS[plan.token] = d
+        entry = (WindowDriver(query, max_cached_keys=plan.max_cached_keys,
+                              time_field=plan.time_name), SparkPairMap())
+        _DRIVERS[plan.token] = entry
         while len(_DRIVERS) > 8:
             _DRIVERS.popitem(last=False)
     else:
         _DRIVERS.move_to_end(plan.token)
-    return d
+    return entry
+
+
+def driver_for(plan: Plan) -> WindowDriver:
+    """The worker process's driver for ``plan`` (created on first use)."""
+    return _driver_entry(plan)[0]
 
 
 # ----------------------------------------------------------------------------- decoding
@@ -471,6 +521,29 @@ class SparkKeyState:
             self._log.clear()
 
 
+class SparkPairsKeyState(SparkKeyState):
+    """:class:`SparkKeyState` with the KVS layout's pair map (``docs/adapters.md``, "KVS
+    layout"): the driver keeps the key's per-event structures in the ``MapState``
+    ``swag_pairs`` (:class:`SparkPairMap`)."""
+
+    __slots__ = ("_pairs",)
+
+    def __init__(self, meta: Any, log: Any, pairs: SparkPairMap) -> None:
+        super().__init__(meta, log)
+        self._pairs = pairs
+
+    def pair_map(self) -> SparkPairMap:
+        return self._pairs
+
+
+def uses_pairs(query: Query) -> bool:
+    """Whether the per-key streaming processor declares the pair map for ``query``: when
+    some window is per-event (the KVS layout's lanes are OVER-only), whatever its layout:
+    a key whose map holds its structure keeps that layout (its log no longer holds the
+    released events), so a restart with ``layout="memory"`` must still see the map."""
+    return any(isinstance(w, OverWindow) for w in query.windows)
+
+
 # ----------------------------------------------------------------------------- streaming
 def make_processor(plan: Plan) -> Any:
     """The :class:`StatefulProcessor` for ``transformWithStateInPandas`` (built lazily so
@@ -482,12 +555,24 @@ def make_processor(plan: Plan) -> Any:
 
         def __init__(self, plan: Plan) -> None:
             self.plan = plan
+            self.with_pairs = uses_pairs(plan.query)
 
         def init(self, handle: Any) -> None:
             self.handle = handle
             self.meta = handle.getValueState(META_STATE, META_SCHEMA)
             self.log = handle.getListState(LOG_STATE, LOG_SCHEMA)
-            self.driver = driver_for(self.plan)
+            self.driver, self.pairs = _driver_entry(self.plan)
+            # A checkpoint written without the map state restores with it: Spark accepts a
+            # new state variable (tests/spark/test_kvs_state.py).
+            self.pair_state = (handle.getMapState(PAIRS_STATE, PAIRS_KEY_SCHEMA,
+                                                  PAIRS_VALUE_SCHEMA)
+                               if self.with_pairs else None)
+
+        def _state(self) -> SparkKeyState:
+            if self.pair_state is None:
+                return SparkKeyState(self.meta, self.log)
+            self.pairs.bind(self.pair_state)
+            return SparkPairsKeyState(self.meta, self.log, self.pairs)
 
         def _watermark(self, timer_values: Any) -> int | None:
             # Spark reports 0 before the first watermark exists (and its watermarks never go
@@ -509,7 +594,7 @@ def make_processor(plan: Plan) -> Any:
             dkey = decode_key(self.plan, key_json)
             texts: dict[int, str] = {}
             events = decode_events(self.plan, rows, texts)
-            state = SparkKeyState(self.meta, self.log)
+            state = self._state()
             out = self.driver.process(dkey, events, state, watermark=self._watermark(timerValues))
             self._timer(dkey, out)
             frame = encode_output(self.plan, key_json, out, texts)
@@ -523,7 +608,7 @@ def make_processor(plan: Plan) -> Any:
             wm = self._watermark(timerValues)
             if wm is None:  # cannot happen: a timer fires only once the watermark passed it
                 wm = expiredTimerInfo.getExpiryTimeInMs()
-            state = SparkKeyState(self.meta, self.log)
+            state = self._state()
             out = self.driver.advance_watermark(dkey, wm, state)
             self._timer(dkey, out)
             frame = encode_output(self.plan, key_json, out)

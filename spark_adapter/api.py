@@ -335,6 +335,7 @@ def sliding_aggregate(
     presliced: bool | None = None,
     nulls: str = "skip",
     key_buckets: int | None = KEY_BUCKETS,
+    layout: str = "memory",
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
     """Exact window aggregates per key, on a streaming or a batch DataFrame.
 
@@ -392,6 +393,13 @@ def sliding_aggregate(
             "State"); part of the checkpoint. ``None``: one call per key (layout 1, the
             layout of checkpoints written before ``key_buckets`` existed: restart those with
             ``key_buckets=None``).
+        layout: where a key's per-event (over) window structures live (``Query.layout``,
+            ``docs/adapters.md``, "KVS layout"): ``"memory"``, ``"kvs"`` or ``"auto"``.
+            Only streaming with ``key_buckets=None`` has the KVS layout (the ``MapState``
+            ``swag_pairs``, ``docs/spark.md``, "State"); the bucket layout and batch keep the
+            memory layout whatever it says. The default is ``"memory"``, not the driver's
+            ``"auto"``: each map element is one JVM round trip here, and the KVS layout
+            measured 2-4x slower for 8-22% less worker memory (``docs/benchmarks.md``).
 
     Returns:
         One window spec: for sliding, tumbling, count and policy windows the columns
@@ -412,7 +420,7 @@ def sliding_aggregate(
              for i, s in enumerate([window] if single else list(window))]
     query = Query.build(specs, dict(aggregations), duration_ms(allowed_lateness,
                                                                "allowed_lateness"),
-                        None if algorithm in (None, "auto") else algorithm, nulls)
+                        None if algorithm in (None, "auto") else algorithm, nulls, layout)
     blocked = _stream_block(df.isStreaming, watermark, query, late_rows, key_buckets)
     call = _plan_call(df, query, columns, key_names, time, time_type, aggregations,
                       output_types, late_rows, order_by, max_cached_keys, presliced, blocked)

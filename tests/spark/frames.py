@@ -131,13 +131,15 @@ def rows(events: list[Event], fields: dict[str, str], int_time: bool, shift: int
 
 def aggregate(df: DataFrame, scenario: dict[str, Any], metric: Any = None) -> DataFrame:
     """``sliding_aggregate`` with the scenario's query, late rows included (``late`` flag),
-    arrival order from ``seq``; a streaming ``df`` must already carry a watermark."""
+    arrival order from ``seq``; a streaming ``df`` must already carry a watermark. The
+    scenario's optional ``"spark"`` dict adds keyword arguments (e.g. ``key_buckets``)."""
     q = scenario["query"]
     return sliding_aggregate(
         df, key="key", time="time", window=list(q["windows"]),
         aggregations=q["aggregations"], allowed_lateness=q.get("allowed_lateness", 0),
         algorithm=q.get("algorithm") or "auto", late_rows="include", order_by="seq",
-        watermark=None, metric=metric, nulls=q.get("nulls", "skip"))
+        watermark=None, metric=metric, nulls=q.get("nulls", "skip"),
+        layout=q.get("layout", "auto"), **scenario.get("spark", {}))
 
 
 def result_columns(out: DataFrame) -> list[Any]:

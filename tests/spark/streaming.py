@@ -50,9 +50,10 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -402,24 +403,42 @@ def _observed(progress: list[Any], index: int) -> tuple[int, int]:
     return late, emitted
 
 
-def run_group(spark: SparkSession, group: Group, *, restart_after: int | None = None,
-              workdir: str | None = None,
-              progress: list[Any] | None = None) -> dict[str, MemberRun]:
+def _parts(n: int, restart_after: int | Sequence[int] | None) -> list[range]:
+    """The micro-batch files of each query run: a new run after each of ``restart_after``."""
+    after = [] if restart_after is None else (
+        [restart_after] if isinstance(restart_after, int) else list(restart_after))
+    cuts = [0] + [c for c in (min(n, a + 1) for a in after) if 0 < c < n] + [n]
+    return [range(a, b) for a, b in pairwise(cuts)]
+
+
+def _with_query(group: Group, overrides: dict[str, Any]) -> Group:
+    """``group`` with ``overrides`` in every member's query."""
+    if not overrides:
+        return group
+    members = tuple(replace(m, scenario={
+        **m.scenario, "query": {**m.scenario["query"], **overrides}}) for m in group.members)
+    return Group(members, group.watermarks)
+
+
+def run_group(spark: SparkSession, group: Group, *,
+              restart_after: int | Sequence[int] | None = None,
+              workdir: str | None = None, progress: list[Any] | None = None,
+              part_queries: Sequence[dict[str, Any]] = ()) -> dict[str, MemberRun]:
     """Run one group as a streaming query (raises the query's error). ``restart_after``:
-    stop the query after micro-batch file ``restart_after`` and start a new one (new
-    ``sliding_aggregate`` calls, so the workers' caches start cold) from the same
-    checkpoint. ``progress`` collects every ``StreamingQueryProgress``."""
+    stop the query after micro-batch file ``restart_after`` (or after each of several) and
+    start a new one (new ``sliding_aggregate`` calls, so the workers' caches start cold)
+    from the same checkpoint. ``part_queries``: query fields each run overrides (e.g.
+    ``layout``). ``progress`` collects every ``StreamingQueryProgress``."""
     check_group(group)
     base = workdir or tempfile.mkdtemp(prefix="swag-spark-")
-    n = len(group.watermarks)
-    cut = n if restart_after is None else min(n, restart_after + 1)
-    parts = [range(0, cut)] + ([range(cut, n)] if cut < n else [])
+    parts = _parts(len(group.watermarks), restart_after)
     sink = "" if restart_after is not None else f"swag_{uuid.uuid4().hex}"
     seen: list[Any] = []
     try:
-        for part in parts:
+        for i, part in enumerate(parts):
             _write_inputs(group, base, part)
-            _process(spark, group, base, sink, seen)
+            overrides = part_queries[i] if i < len(part_queries) else {}
+            _process(spark, _with_query(group, overrides), base, sink, seen)
         records = _records(group, _emitted(spark, base, sink))
     finally:
         if workdir is None:
@@ -462,15 +481,16 @@ def run_corpus(spark: SparkSession, scenarios: Iterable[dict[str, Any]], *,
 
 
 # ----------------------------------------------------------------------------- one scenario
-def streaming_run(scenario: dict[str, Any], *, restart_after: int | None = None,
-                  workdir: str | None = None,
-                  progress: list[Any] | None = None) -> dict[str, Any]:
+def streaming_run(scenario: dict[str, Any], *,
+                  restart_after: int | Sequence[int] | None = None,
+                  workdir: str | None = None, progress: list[Any] | None = None,
+                  part_queries: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """One expanded scenario as its own streaming query (see :func:`run_group` for the
     options); raises the query's error."""
     spark = active_session()
     (group,) = plan_groups([scenario])
     run = run_group(spark, group, restart_after=restart_after, workdir=workdir,
-                    progress=progress)
+                    progress=progress, part_queries=part_queries)
     result = run[scenario["name"]].result
     assert result is not None
     return result
