@@ -372,34 +372,21 @@ def sliding_aggregate(
             ``pyspark.sql.Observation`` to observe, or ``None``.
         max_cached_keys: bound of the per-worker structure cache (keys beyond it are rebuilt
             from state when they come back).
-        presliced: let Spark aggregate each key's events per slice (general stream
-            slicing) before the driver combines slices into windows (``docs/spark.md``,
-            "Pre-slicing"). Batch, with identical results: ``None`` (default) whenever the
-            query allows it (sliding/tumbling windows with slices wider than 1 ms; count,
-            max, min, sum, mean, with sum/mean of integral columns only; epoch-ms or
-            timestamp time; no float/double key column); ``True``: required (``ValueError``
-            saying why it cannot); ``False``: never (one row per event into Python).
-            Streaming: only with ``True`` (Spark's streaming aggregation first, then the
-            driver; also needs ``watermark=``, no allowed lateness, ``late_rows="drop"`` and
-            key buckets; late events follow Spark's rule and are counted in the
-            aggregation's ``numRowsDroppedByWatermark``); ``None``/``False``: per event.
-        nulls: ``"skip"`` (default, as Spark SQL): the built-in aggregations leave out null
-            and NaN values of their field, and give null for a window without any other;
-            ``count`` of a field counts the other values. ``"error"``: a null or NaN value
-            is bad input (``BadEventError`` naming the key and field). Custom aggregations
-            get every value as it is (``docs/adapters.md``, "Missing values").
-        key_buckets: streaming only: keys are hashed into this many buckets and the Python
-            side handles a bucket's keys in one call (state layout 2, ``docs/spark.md``,
-            "State"); part of the checkpoint. ``None``: one call per key (layout 1, the
-            layout of checkpoints written before ``key_buckets`` existed: restart those with
-            ``key_buckets=None``).
-        layout: where a key's per-event (over) window structures live (``Query.layout``,
-            ``docs/adapters.md``, "KVS layout"): ``"memory"``, ``"kvs"`` or ``"auto"``.
-            Only streaming with ``key_buckets=None`` has the KVS layout (the ``MapState``
-            ``swag_pairs``, ``docs/spark.md``, "State"); the bucket layout and batch keep the
-            memory layout whatever it says. The default is ``"memory"``, not the driver's
-            ``"auto"``: each map element is one JVM round trip here, and the KVS layout
-            measured 2-4x slower for 8-22% less worker memory (``docs/benchmarks.md``).
+        presliced: let Spark aggregate each key's events per slice before the driver
+            combines slices into windows (``docs/spark.md``, "Pre-slicing", says which
+            queries qualify). Batch: ``None`` (default) whenever the query allows it, same
+            results; ``True``: required (``ValueError`` saying why not); ``False``: never.
+            Streaming: only with ``True`` (late events then follow Spark's rule).
+        nulls: ``"skip"`` (default, as Spark SQL): built-ins leave out null and NaN values
+            (null for a window without others); ``"error"``: they are bad input
+            (``BadEventError`` naming key and field). Custom aggregations get them as they are.
+        key_buckets: streaming only: keys hashed into this many buckets, one Python call per
+            bucket (part of the checkpoint, ``docs/spark.md``, "State"); ``None``: one call
+            per key (checkpoints written before ``key_buckets`` existed need it).
+        layout: where a key's over-window structures live (``Query.layout``: ``"memory"``,
+            ``"kvs"``, ``"auto"``); the KVS layout needs streaming with ``key_buckets=None``.
+            Default ``"memory"``: on Spark the KVS layout measured 2-4x slower
+            (``docs/spark.md``, "State").
 
     Returns:
         One window spec: for sliding, tumbling, count and policy windows the columns

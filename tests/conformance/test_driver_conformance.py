@@ -62,9 +62,7 @@ def test_driver_conforms_with_every_algorithm(algorithm: str) -> None:
 
 
 def _with_layout(scenario: dict, layout: str) -> dict:
-    query = scenario["query"]
-    query = dict(query) if isinstance(query, dict) else query.to_dict()
-    return {**scenario, "query": {**query, "layout": layout}}
+    return {**scenario, "query": {**scenario["query"], "layout": layout}}
 
 
 @pytest.mark.parametrize("name", NAMES)
