@@ -373,7 +373,7 @@ def sliding_aggregate(
         max_cached_keys: bound of the per-worker structure cache (keys beyond it are rebuilt
             from state when they come back).
         presliced: let Spark aggregate each key's events per slice before the driver
-            combines slices into windows (``docs/spark.md``, "Pre-slicing", says which
+            combines slices into windows (``docs/spark.md``, "Pre-slicing (batch)", says which
             queries qualify). Batch: ``None`` (default) whenever the query allows it, same
             results; ``True``: required (``ValueError`` saying why not); ``False``: never.
             Streaming: only with ``True`` (late events then follow Spark's rule).
