@@ -28,9 +28,8 @@ def _entry(time: int, seq: int, data: bytes) -> dict[str, Any]:
     return {"time": time, "seq": seq, "hex": data.hex()}
 
 
-def _checkpoint(spec: dict[str, Any]) -> dict[str, Any]:
-    """Runs the calls on one key, then records its state and the rows a driver restored
-    from that state emits at the end of input."""
+def _run_calls(spec: dict[str, Any]) -> MemoryKeyState:
+    """A key's state after a sample's calls (its events, then its watermark, per call)."""
     state = MemoryKeyState()
     driver = WindowDriver(spec["query"])
     for call in spec["calls"]:
@@ -38,6 +37,13 @@ def _checkpoint(spec: dict[str, Any]) -> dict[str, Any]:
         driver.process("k", events, state)
         if call["watermark"] is not None:
             driver.advance_watermark("k", call["watermark"], state)
+    return state
+
+
+def _checkpoint(spec: dict[str, Any]) -> dict[str, Any]:
+    """Runs the calls on one key, then records its state and the rows a driver restored
+    from that state emits at the end of input."""
+    state = _run_calls(spec)
     meta = state.get_meta()
     assert meta is not None
     log = state.entries()
@@ -51,13 +57,7 @@ def _checkpoint(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _kvs_checkpoint(spec: dict[str, Any]) -> dict[str, Any]:
     """:func:`_checkpoint` for a KVS-layout query: also the key's pair map."""
-    state = MemoryKeyState()
-    driver = WindowDriver(spec["query"])
-    for call in spec["calls"]:
-        events = [(t, {"v": v}) for t, v in call["events"]]
-        driver.process("k", events, state)
-        if call["watermark"] is not None:
-            driver.advance_watermark("k", call["watermark"], state)
+    state = _run_calls(spec)
     meta = state.get_meta()
     assert meta is not None
     pairs = state.pair_map().data
