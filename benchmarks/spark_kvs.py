@@ -194,15 +194,24 @@ def _reading(results: list[dict[str, Any]]) -> str:
             "`key_buckets=None` should say `layout=\"memory\"` unless memory is the limit.\n")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="16,18", help="log2 of the window sizes")
-    args = parser.parse_args(argv)
-    payload = measure([int(s) for s in args.sizes.split(",")])
+def _record(sizes: list[int]) -> None:
+    payload = measure(sizes)
     common.save("spark_kvs", payload,
                 clock="wall (time.perf_counter) of the whole streaming query; Python worker "
                       "peak RSS = max VmHWM from /proc")
     print(table(payload["results"]))
+
+
+def run(quick: bool = False) -> None:
+    """Entry point of ``python -m benchmarks spark_kvs`` (``make bench``)."""
+    _record([12] if quick else [16, 18])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="16,18", help="log2 of the window sizes")
+    args = parser.parse_args(argv)
+    _record([int(s) for s in args.sizes.split(",")])
     return 0
 
 
