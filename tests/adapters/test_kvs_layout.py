@@ -231,3 +231,16 @@ def test_layout_kvs_keeps_process_batch_on_the_per_key_path() -> None:
     driver.advance_keys(["k"], 100, backend)
     assert backend.key_state("k").pair_map().data  # the window is in the map
     assert len(backend.key_state("k")) == 0        # and the log keeps no released event
+
+
+def test_restart_with_layout_memory_keeps_a_moved_key_in_its_map() -> None:
+    """A key whose structure is in its map (its log lacks the released events) keeps the KVS
+    layout after a restart whose query says ``layout="memory"``: same rows as memory
+    throughout."""
+    calls = _calls(3000)
+    expected = _run(_query("memory"), calls, MemoryStateBackend())
+    backend = MemoryStateBackend()
+    rows = _run(_query("kvs"), calls[:60], backend)
+    restored = MemoryStateBackend.restore(backend.snapshot())
+    rows += _run(_query("memory"), calls[60:], restored)
+    assert rows == expected
