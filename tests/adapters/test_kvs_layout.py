@@ -30,7 +30,7 @@ def _calls(n: int, keys: tuple[str, ...] = ("k",)) -> list[tuple[str, list[Any],
     calls = []
     for start in range(0, n, 25):
         for key in keys:
-            events = [(t, {"v": (t * 37) % 101}) for t in range(start, min(start + 25, n))]
+            events = [(t, {"v": (t * 7919) % 10007}) for t in range(start, min(start + 25, n))]
             calls.append((key, events, start - 30))
     return calls
 
@@ -237,7 +237,9 @@ def test_restart_with_layout_memory_keeps_a_moved_key_in_its_map() -> None:
     """A key whose structure is in its map (its log lacks the released events) keeps the KVS
     layout after a restart whose query says ``layout="memory"``: same rows as memory
     throughout."""
-    calls = _calls(3000)
+    # falling values: each window's max is its oldest event, which only the map holds
+    calls = [(key, [(t, {"v": 10_000 - t}) for t, _ in events], wm)
+             for key, events, wm in _calls(3000)]
     expected = _run(_query("memory"), calls, MemoryStateBackend())
     backend = MemoryStateBackend()
     rows = _run(_query("kvs"), calls[:60], backend)
