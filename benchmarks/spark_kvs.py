@@ -27,11 +27,10 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 from typing import Any
 
 from benchmarks import common
-from benchmarks.spark_streaming import timed_query
+from benchmarks.spark_streaming import timed_query, write_parts
 
 START_MS = 1_700_000_000_000
 FILES = 16
@@ -50,14 +49,7 @@ def write_files(directory: str, n: int, seed: int = 7) -> None:
         "ts": pd.to_datetime(START_MS + np.arange(events), unit="ms", utc=True),
         "v": rng.integers(0, 1 << 40, size=events),
     })
-    os.makedirs(directory, exist_ok=True)
-    per = -(-events // FILES)
-    now = time.time() - 10_000
-    for i, lo in enumerate(range(0, events, per)):
-        path = os.path.join(directory, f"part-{i:05d}.parquet")
-        pdf.iloc[lo:lo + per].to_parquet(path, index=False, coerce_timestamps="us",
-                                          allow_truncated_timestamps=True)
-        os.utime(path, (now + i, now + i))
+    write_parts(pdf, directory, -(-events // FILES))
 
 
 def _python_peaks(jvm: int, peaks: dict[int, int]) -> None:

@@ -63,15 +63,22 @@ def write_files(directory: str, events: int, keys: int, per_file: int, seed: int
         "v": rng.integers(0, 1_000_000, size=events),
         "x": rng.random(events) * 1000.0,
     })
+    return write_parts(pdf, directory, per_file)
+
+
+def write_parts(pdf: Any, directory: str, per_file: int) -> int:
+    """``pdf`` as Parquet files of ``per_file`` rows in its order, each with a later
+    modification time than the one before (the file source takes files in that order);
+    returns the number of files."""
     os.makedirs(directory, exist_ok=True)
-    n = 0
     now = time.time() - 10_000
-    for n, lo in enumerate(range(0, events, per_file)):
-        path = os.path.join(directory, f"part-{n:05d}.parquet")
+    files = 0
+    for files, lo in enumerate(range(0, len(pdf), per_file), 1):
+        path = os.path.join(directory, f"part-{files - 1:05d}.parquet")
         pdf.iloc[lo:lo + per_file].to_parquet(path, index=False, coerce_timestamps="us",
                                                 allow_truncated_timestamps=True)
-        os.utime(path, (now + n, now + n))
-    return n + 1
+        os.utime(path, (now + files, now + files))
+    return files
 
 
 def source(spark: Any, directory: str, files_per_trigger: int) -> Any:
