@@ -6,7 +6,9 @@ Each level queue is split in three sections over two memory layers:
 
 * **tail** (local): the level's last two pairs, the rightmost branch that inserts rewrite.
   When the tail grows past two pairs its oldest pair is final (no insert or eviction rewrites
-  a pair between the head and the tail) and *retires* into the write buffer;
+  a pair between the head and the tail) and *retires* into the write buffer. Tails are never
+  stored as pairs: they are part of :meth:`~_KvsLayout.local_state`, so the store holds
+  final pairs (and modified heads) only;
 * **write buffer** (local, shared by all levels): retired pairs not yet stored; written to
   the store in one ``put_many`` once it holds ``buffer_pairs`` pairs. Every read that misses
   the tail and the cache looks here before the store (P17);
@@ -37,11 +39,12 @@ back every new pair, which would go to the store), and ``bulk_evict`` / ``query_
 their leaf by a galloping search from the head (O(log k) reads for k entries, mostly cache
 hits) instead of a ``bisect`` over a time list.
 
-:meth:`flush` writes every local pair to the store; :meth:`local_state` is then the small
-rest (positions per level, Log MTA's shifts and total, AMTA's result pair and stack), from
-which :meth:`reopen` rebuilds the window without a read: each level reads its tail (one
-``get_many``) and its head (a refill) when first used, so one operation after a reopen reads
-only the levels it touches.
+:meth:`flush` writes every buffered and modified head pair to the store; :meth:`local_state`
+is then the small rest (positions per level, the tails, Log MTA's shifts and total, AMTA's
+result pair and stack), from which :meth:`reopen` rebuilds the window without a read: each
+level reads its head (a refill) when first used, so one operation after a reopen reads only
+the heads it touches (inserts touch tails only: no read). A local part without tails (an
+older store that holds the tails as pairs) reads each level's tail on its first use.
 """
 
 from __future__ import annotations
@@ -156,7 +159,7 @@ class _Row:
     negative indices, ``row[i] = x``, ``append``) over tail, head cache, buffer and store."""
 
     __slots__ = ("c_lo", "cache", "dirty", "end", "fill", "gc", "kv", "level", "tail",
-                 "tail_dirty", "tail_from")
+                 "tail_from")
 
     def __init__(self, kv: _Pairs, level: int) -> None:
         self.kv = kv
@@ -164,7 +167,6 @@ class _Row:
         self.end = 0             # positions [0, end) exist
         self.tail: list[Any] | None = []    # None: not read from the store yet
         self.tail_from = 0       # tail = positions [tail_from, end), tail_from even
-        self.tail_dirty = False  # the tail changed since the last flush
         self.cache: list[Any] = []
         self.c_lo = 0            # cache = positions [c_lo, c_lo + len(cache)), even bounds
         self.dirty: set[int] = set()   # cached pairs modified locally
@@ -195,7 +197,6 @@ class _Row:
             if tail is None:
                 tail = self._read_tail()
             tail[p - self.tail_from] = value
-            self.tail_dirty = True
             return
         i = p - self.c_lo
         if 0 <= i < len(self.cache):
@@ -213,21 +214,19 @@ class _Row:
             tail = self._read_tail()
         tail.append(value)
         self.end += 1
-        self.tail_dirty = True
         if len(tail) > _TAIL:
             self._retire()
 
     def _read_tail(self) -> list[Any]:
-        """Read the tail from the store (a reopened row reads it on first use: one call;
-        positions deleted as dead read as ``None``, they are never used)."""
-        q0, q1 = self.tail_from >> 1, (self.end + 1) >> 1
-        tail: list[Any] = []
-        if q1 > q0:
-            for pair in self.kv.read([slot(self.level, q) for q in range(q0, q1)]):
-                tail.extend((None, None) if pair is None else pair)
-            del tail[self.end - self.tail_from:]
-        self.tail = tail
-        return tail
+        """Read the tail from the store (a row reopened from a local part without tails,
+        ``PAIRS_VERSION`` 1, reads it on first use: one call; positions deleted as dead read
+        as ``None``, they are never used)."""
+        self.tail = _tails_of([self], self.kv.read(self.tail_slots()))[0]
+        return self.tail
+
+    def tail_slots(self) -> list[int]:
+        """The slots of the pairs of the tail."""
+        return [slot(self.level, q) for q in range(self.tail_from >> 1, (self.end + 1) >> 1)]
 
     def _retire(self) -> None:
         """The tail's oldest pair is final: to the buffer, and to the cache if the cache
@@ -307,24 +306,33 @@ class _Row:
         self.gc = (self.end + 1) >> 1
 
     def flush(self) -> None:
-        """Put the tail (if it changed) and the modified cached pairs into the buffer."""
+        """Put the modified cached pairs into the buffer. The tail is not stored as pairs:
+        it goes with the local part (:meth:`_KvsLayout.local_state`), so a reopen needs no
+        read for it and a call writes no tail pair (a pair is stored once it is final)."""
         kv, level = self.kv, self.level
         for q in self.dirty:
             i = q + q - self.c_lo
             kv.buffer[slot(level, q)] = (self.cache[i], self.cache[i + 1])
         self.dirty.clear()
-        tail = self.tail
-        if tail is None or not self.tail_dirty:
-            return
-        self.tail_dirty = False
-        for j in range(0, len(tail), 2):
-            q = (self.tail_from + j) >> 1
-            if q >= self.gc:
-                kv.buffer[slot(level, q)] = tuple(tail[j:j + 2])
 
     def resident(self) -> int:
         """Elements held in local memory by this row (tail and cache)."""
         return len(self.tail or ()) + len(self.cache)
+
+
+def _tails_of(rows: list[_Row], pairs: list[Any]) -> list[list[Any]]:
+    """The tails of ``rows`` from ``pairs``, the values at their :meth:`_Row.tail_slots`
+    in order."""
+    it = iter(pairs)
+    tails = []
+    for row in rows:
+        tail: list[Any] = []
+        for _ in range(row.tail_from >> 1, (row.end + 1) >> 1):
+            pair = next(it)
+            tail.extend((None, None) if pair is None else pair)
+        del tail[row.end - row.tail_from:]
+        tails.append(tail)
+    return tails
 
 
 class _LeafRow(_Row):
@@ -517,15 +525,23 @@ class _KvsLayout(_MtaBase):
     def _extra_resident(self) -> int:
         return 0
 
-    def local_state(self) -> tuple[list[int], list[Any]]:
-        """The local part after :meth:`flush`: ``(ints, partials)``, a list of ints and a
-        list of raw partials (``EMPTY`` for the empty marker), O(log n) long; for
-        :meth:`reopen`."""
-        ints = [self._lo0, len(self._v)]
-        for level, row in enumerate(self._v):
-            ints += [row.end, row.gc, self._base[level]]
+    def local_state(self) -> tuple[list[int], list[Any], list[list[Any]]]:
+        """The local part after :meth:`flush`: ``(ints, partials, tails)``, a list of ints,
+        a list of raw partials and each level's tail (its last two pairs' elements, the
+        positions ``end - len(tail)`` on), O(log n) long in all; for :meth:`reopen`. Tails
+        not read since a reopen without them are read here, in one store call."""
+        rows = self._v
+        unread = [row for row in rows if row.tail is None]
+        if unread:
+            keys = [k for row in unread for k in row.tail_slots()]
+            for row, tail in zip(unread, _tails_of(unread, self._kv.read(keys))):
+                row.tail = tail
+        ints = [self._lo0, len(rows)]
+        base = self._base
+        for level, row in enumerate(rows):
+            ints += [row.end, row.gc, base[level]]
         extra_ints, partials = self._local_extra()
-        return ints + extra_ints, partials
+        return ints + extra_ints, partials, [list(row.tail or ()) for row in rows]
 
     def _local_extra(self) -> tuple[list[int], list[Any]]:
         raise NotImplementedError
@@ -535,27 +551,43 @@ class _KvsLayout(_MtaBase):
 
     @classmethod
     def reopen(cls, aggregation: Aggregation, store: PairStore,
-               local: tuple[Sequence[int], Sequence[Any]], *, cache_pairs: int = 64,
-               buffer_pairs: int = 64) -> Any:
+               local: tuple[Sequence[int], Sequence[Any]]
+               | tuple[Sequence[int], Sequence[Any], Sequence[Sequence[Any]]], *,
+               cache_pairs: int = 64, buffer_pairs: int = 64) -> Any:
         """The window that :meth:`local_state` described, over the ``store`` it flushed to
-        (no read here: tails and heads are read per level on first use)."""
+        (no read here: heads are read per level on first use). ``local`` without tails
+        (``(ints, partials)``: a store whose pairs include the tails, as written before
+        tails went with the local part) reads each level's tail on first use.
+        :class:`ValueError` if ``local`` is inconsistent."""
         self = cls.__new__(cls)
         Window.__init__(self, aggregation)
-        self._kv = _Pairs(store, cache_pairs, buffer_pairs, self._head_of)
+        kv = self._kv = _Pairs(store, cache_pairs, buffer_pairs, self._head_of)
         ints, partials = list(local[0]), list(local[1])
+        tails = local[2] if len(local) > 2 else None
         self._lo0, h = ints[0], ints[1]
-        levels = _Levels(self._kv)
+        if h < 1 or len(ints) < 2 + 3 * h or (tails is not None and len(tails) != h):
+            raise ValueError(f"corrupt local part: {h} levels, {len(ints)} ints")
+        levels = _Levels(kv)
         for level in range(1, h):
-            list.append(levels, _Row(self._kv, level))
+            list.append(levels, _Row(kv, level))
         self._v = levels
         self._t = _Times(levels[0])  # type: ignore[assignment]
-        self._base = []
+        self._base = ints[4:2 + 3 * h:3]
         for level, row in enumerate(levels):
-            end, gc, base = ints[2 + 3 * level:5 + 3 * level]
-            self._base.append(base)
-            row.end, row.gc = end, gc
-            row.tail_from = row.c_lo = max(0, (end - 3) & ~1)
-            row.tail = None
+            j = 2 + 3 * level
+            end = row.end = ints[j]
+            row.gc = ints[j + 1]
+            if tails is None:
+                row.tail_from = row.c_lo = max(0, (end - 3) & ~1)
+                row.tail = None
+            else:
+                tail = list(tails[level])
+                start = end - len(tail)
+                if start < 0 or start & 1 or len(tail) > _TAIL:
+                    raise ValueError(f"corrupt local part: level {level} has {end} "
+                                     f"positions and a tail of {len(tail)}")
+                row.tail_from = row.c_lo = start
+                row.tail = tail
         self._set_local_extra(ints[2 + 3 * h:], partials)
         return self
 
