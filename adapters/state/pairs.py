@@ -33,10 +33,20 @@ The map key ``lane << 56 | LOCAL`` holds the structure's local part
 (:meth:`~swag_core.algorithms.mta_kvs.KvsAmta.local_state`, :func:`encode_local`)::
 
     0x11 | u8 version (2) | u16 LE len(F) | u32 LE n | int64 LE nonce | F: fingerprint, UTF-8
-         | n x int64 LE ints | encode_pair([partials, tails])
+         | n x int64 LE ints
+         | 0x00 | encode_pair([partials, rows])                       (any rows)
+         | 0x01 | u32 LE m | m x int64 LE counts | u32 LE p          (flat rows)
+                | 0x01 | u32 LE k | k x float64 LE values             (all values floats)
+                | 0x00 | encode_pair([values])                       (any values)
 
 with the nonce of the metadata written after it (a reload detects a call that failed
-between the two writes) and each level's tail (a reopen reads no pair for it).
+between the two writes) and per level ``[tail, lo, head]``: its tail, and the first pairs of
+its head cache from position ``lo`` (``[]`` if not cached), so a reopen reads no pair for
+the tails and an eviction of a few entries after it none either. Flat rows (written when
+every level-0 element is ``(int time, partial)``): ``counts`` is per level ``len(tail), lo,
+len(head)``, then the times of level 0's tail and head elements; ``values`` the ``p``
+partials, then level 0's partials (tail, head), then each other level's tail and head
+elements: for a max or a min all floats, one array.
 
 Version 1 (still read): every pair in the JSON form and the local part
 ``encode_value([1, fingerprint, ints, partials, meta nonce])``, the tails stored as pairs
@@ -249,21 +259,84 @@ def decode_pair(data: bytes) -> Any:
     return decode_value(data)
 
 
+_U32 = struct.Struct("<I")
+_ROWS_GENERIC, _ROWS_FLAT = 0, 1
+_VALUES_GENERIC, _VALUES_FLOATS = 0, 1
+_ONLY_FLOATS: Final = frozenset({float})
+
+
+def _flat_rows(rows: list[list[Any]]) -> tuple[list[int], list[Any]] | None:
+    """``rows`` (per level ``[tail, lo, head]``) as ints (per level ``len(tail), lo,
+    len(head)``, then the times of level 0's elements) and values (level 0's partials, then
+    the other levels' elements), or ``None`` if a level-0 element is not ``(int, partial)``
+    (a dead position read as ``None`` from a version-1 map)."""
+    ints: list[int] = []
+    times: list[int] = []
+    vals: list[Any] = []
+    for level, (tail, lo, head) in enumerate(rows):
+        ints += (len(tail), lo, len(head))
+        if level:
+            vals += tail
+            vals += head
+            continue
+        for e in (*tail, *head):
+            if type(e) is not tuple or len(e) != 2 or type(e[0]) is not int:
+                return None
+            times.append(e[0])
+            vals.append(e[1])
+    return ints + times, vals
+
+
+def _unflat_rows(h: int, ints: list[int], vals: list[Any]) -> list[list[Any]]:
+    if len(ints) < 3 * h:
+        raise ValueError("rows do not match their counts")
+    rows: list[list[Any]] = []
+    n0 = ints[0] + ints[2]
+    times = iter(ints[3 * h:3 * h + n0])
+    it = iter(vals)
+    for level in range(h):
+        nt, lo, nh = ints[3 * level:3 * level + 3]
+        if level:
+            rows.append([[next(it) for _ in range(nt)], lo, [next(it) for _ in range(nh)]])
+        else:
+            rows.append([[(next(times), next(it)) for _ in range(nt)], lo,
+                         [(next(times), next(it)) for _ in range(nh)]])
+    if len(ints) != 3 * h + n0 or next(it, _DELETED) is not _DELETED:
+        raise ValueError("rows do not match their counts")
+    return rows
+
+
+def _int64s(ints: Sequence[int]) -> bytes:
+    return _U32.pack(len(ints)) + struct.pack(f"<{len(ints)}q", *ints)
+
+
 def encode_local(fingerprint: str, ints: Sequence[int], partials: list[Any], nonce: int,
-                 tails: list[list[Any]]) -> bytes:
+                 rows: list[list[Any]]) -> bytes:
     """A version-2 local-part record (module docstring); :class:`CodecError` if an int of
     ``ints`` or ``nonce`` is beyond 64 bits, or a partial has no codec encoding."""
     fp = fingerprint.encode("utf-8")
     try:
-        head = (_LOCAL_HEAD.pack(PACKED_LOCAL, PAIRS_VERSION, len(fp), len(ints), nonce) + fp
-                + struct.pack(f"<{len(ints)}q", *ints))
+        out = [_LOCAL_HEAD.pack(PACKED_LOCAL, PAIRS_VERSION, len(fp), len(ints), nonce), fp,
+               struct.pack(f"<{len(ints)}q", *ints)]
+        flat = _flat_rows(rows)
+        if flat is None:
+            out += [bytes([_ROWS_GENERIC]), encode_pair([partials, rows])]
+        else:
+            counts, vals = flat
+            vals = [*partials, *vals]
+            out += [bytes([_ROWS_FLAT]), _int64s(counts), _U32.pack(len(partials))]
+            if _ONLY_FLOATS.issuperset(map(type, vals)):
+                out += [bytes([_VALUES_FLOATS]), _U32.pack(len(vals)),
+                        struct.pack(f"<{len(vals)}d", *vals)]
+            else:
+                out += [bytes([_VALUES_GENERIC]), encode_pair(vals)]
     except struct.error as exc:
         raise CodecError(f"window pairs record: {exc}") from None
-    return head + encode_pair((partials, tails))
+    return b"".join(out)
 
 
 def decode_local(data: bytes) -> tuple[int, str, list[int], list[Any], int, list[Any]]:
-    """``(version, fingerprint, ints, partials, nonce, tails)`` of a version-2 record (the
+    """``(version, fingerprint, ints, partials, nonce, rows)`` of a version-2 record (the
     version is returned, not checked)."""
     try:
         _, version, nfp, nints, nonce = _LOCAL_HEAD.unpack_from(data, 0)
@@ -271,15 +344,40 @@ def decode_local(data: bytes) -> tuple[int, str, list[int], list[Any], int, list
         fingerprint = str(data[at:at + nfp], "utf-8")
         at += nfp
         ints = list(struct.unpack_from(f"<{nints}q", data, at))
-        rest = decode_pair(data[at + 8 * nints:])
-        partials, tails = rest
-        if type(partials) is not list or type(tails) is not list:
-            raise ValueError("partials and tails are not lists")
-    except (struct.error, ValueError, TypeError) as exc:
+        at += 8 * nints
+        form = data[at]
+        at += 1
+        if form == _ROWS_GENERIC:
+            partials, rows = decode_pair(data[at:])
+        elif form == _ROWS_FLAT:
+            n, = _U32.unpack_from(data, at)
+            counts = list(struct.unpack_from(f"<{n}q", data, at + 4))
+            at += 4 + 8 * n
+            npartials, kind = struct.unpack_from("<IB", data, at)
+            at += 5
+            if kind == _VALUES_FLOATS:
+                n, = _U32.unpack_from(data, at)
+                at += 4
+                vals = list(struct.unpack_from(f"<{n}d", data, at))
+                if at + 8 * n != len(data):
+                    raise ValueError(f"{len(data) - at - 8 * n} trailing bytes")
+            elif kind == _VALUES_GENERIC:
+                vals = decode_pair(data[at:])
+                if type(vals) is not list:
+                    raise ValueError("values are not a list")
+            else:
+                raise ValueError(f"unknown values form {kind}")
+            partials = vals[:npartials]
+            rows = _unflat_rows(ints[1], counts, vals[npartials:])
+        else:
+            raise ValueError(f"unknown rows form {form}")
+        if type(partials) is not list or type(rows) is not list:
+            raise ValueError("partials and rows are not lists")
+    except (struct.error, ValueError, TypeError, IndexError, StopIteration) as exc:
         if isinstance(exc, CodecError):
             raise
         raise CodecError(f"corrupt window pairs record: {exc}") from None
-    return version, fingerprint, ints, partials, nonce, tails
+    return version, fingerprint, ints, partials, nonce, rows
 
 
 @runtime_checkable

@@ -60,6 +60,9 @@ from swag_core.window import Window, as_time
 #: bits of a slot that hold the pair index (the level is above them)
 SLOT_BITS: Final = 48
 _TAIL: Final = 4        # elements a tail holds at most (two pairs)
+#: pairs of a level's head cache kept in the local part (a reopened level evicts a few
+#: entries without a read)
+HEAD_PAIRS: Final = 2
 
 
 def slot(level: int, pair: int) -> int:
@@ -526,10 +529,13 @@ class _KvsLayout(_MtaBase):
         return 0
 
     def local_state(self) -> tuple[list[int], list[Any], list[list[Any]]]:
-        """The local part after :meth:`flush`: ``(ints, partials, tails)``, a list of ints,
-        a list of raw partials and each level's tail (its last two pairs' elements, the
-        positions ``end - len(tail)`` on), O(log n) long in all; for :meth:`reopen`. Tails
-        not read since a reopen without them are read here, in one store call."""
+        """The local part after :meth:`flush`: ``(ints, partials, rows)``, a list of ints,
+        a list of raw partials and per level ``[tail, lo, head]``: its tail (its last two
+        pairs' elements, the positions ``end - len(tail)`` on) and the first
+        :data:`HEAD_PAIRS` pairs of its head cache from position ``lo`` (the pair holding the
+        level's head; ``[]`` if the cache does not hold it), O(log n) long in all; for
+        :meth:`reopen`. Tails not read since a reopen without them are read here, in one
+        store call."""
         rows = self._v
         unread = [row for row in rows if row.tail is None]
         if unread:
@@ -538,10 +544,18 @@ class _KvsLayout(_MtaBase):
                 row.tail = tail
         ints = [self._lo0, len(rows)]
         base = self._base
+        saved = []
         for level, row in enumerate(rows):
             ints += [row.end, row.gc, base[level]]
+            cache = row.cache
+            lo = max(self._head_of(level), 0) & ~1
+            i = lo - row.c_lo
+            if cache and 0 <= i < len(cache):
+                saved.append([list(row.tail or ()), lo, cache[i:i + 2 * HEAD_PAIRS]])
+            else:
+                saved.append([list(row.tail or ()), 0, []])
         extra_ints, partials = self._local_extra()
-        return ints + extra_ints, partials, [list(row.tail or ()) for row in rows]
+        return ints + extra_ints, partials, saved
 
     def _local_extra(self) -> tuple[list[int], list[Any]]:
         raise NotImplementedError
@@ -555,9 +569,10 @@ class _KvsLayout(_MtaBase):
                | tuple[Sequence[int], Sequence[Any], Sequence[Sequence[Any]]], *,
                cache_pairs: int = 64, buffer_pairs: int = 64) -> Any:
         """The window that :meth:`local_state` described, over the ``store`` it flushed to
-        (no read here: heads are read per level on first use). ``local`` without tails
-        (``(ints, partials)``: a store whose pairs include the tails, as written before
-        tails went with the local part) reads each level's tail on first use.
+        (no read here; a level's head beyond what ``local`` holds is read on first use).
+        ``local`` without rows (``(ints, partials)``: a store whose pairs include the tails,
+        as written before tails went with the local part) reads each level's tail on first
+        use.
         :class:`ValueError` if ``local`` is inconsistent."""
         self = cls.__new__(cls)
         Window.__init__(self, aggregation)
@@ -581,13 +596,21 @@ class _KvsLayout(_MtaBase):
                 row.tail_from = row.c_lo = max(0, (end - 3) & ~1)
                 row.tail = None
             else:
-                tail = list(tails[level])
+                tail, lo, head = tails[level]
+                tail = list(tail)
                 start = end - len(tail)
-                if start < 0 or start & 1 or len(tail) > _TAIL:
+                if (start < 0 or start & 1 or len(tail) > _TAIL or lo < 0 or lo & 1
+                        or len(head) & 1 or lo + len(head) > start):
                     raise ValueError(f"corrupt local part: level {level} has {end} "
-                                     f"positions and a tail of {len(tail)}")
-                row.tail_from = row.c_lo = start
+                                     f"positions, a tail of {len(tail)} and a head of "
+                                     f"{len(head)} from {lo}")
+                row.tail_from = start
                 row.tail = tail
+                if head:
+                    row.cache = list(head)
+                    row.c_lo = lo
+                else:
+                    row.c_lo = start
         self._set_local_extra(ints[2 + 3 * h:], partials)
         return self
 
@@ -635,4 +658,4 @@ class KvsAmta(_KvsLayout, Amta):
         self._cache = EMPTY
 
 
-__all__ = ["SLOT_BITS", "DictPairStore", "KvsAmta", "KvsLogMta", "PairStore", "slot"]
+__all__ = ["HEAD_PAIRS", "SLOT_BITS", "DictPairStore", "KvsAmta", "KvsLogMta", "PairStore", "slot"]
