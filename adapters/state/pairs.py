@@ -288,20 +288,23 @@ def _flat_rows(rows: list[list[Any]]) -> tuple[list[int], list[Any]] | None:
 
 
 def _unflat_rows(h: int, ints: list[int], vals: list[Any]) -> list[list[Any]]:
-    if len(ints) < 3 * h:
+    """Inverse of :func:`_flat_rows` (``h`` levels)."""
+    if len(ints) < 3 * h or h < 1:
         raise ValueError("rows do not match their counts")
-    rows: list[list[Any]] = []
-    n0 = ints[0] + ints[2]
-    times = iter(ints[3 * h:3 * h + n0])
-    it = iter(vals)
-    for level in range(h):
-        nt, lo, nh = ints[3 * level:3 * level + 3]
-        if level:
-            rows.append([[next(it) for _ in range(nt)], lo, [next(it) for _ in range(nh)]])
-        else:
-            rows.append([[(next(times), next(it)) for _ in range(nt)], lo,
-                         [(next(times), next(it)) for _ in range(nh)]])
-    if len(ints) != 3 * h + n0 or next(it, _DELETED) is not _DELETED:
+    nt, lo, nh = ints[0], ints[1], ints[2]
+    n0 = nt + nh
+    if len(ints) != 3 * h + n0 or len(vals) < n0:
+        raise ValueError("rows do not match their counts")
+    level0 = list(zip(ints[3 * h:], vals[:n0]))
+    rows: list[list[Any]] = [[level0[:nt], lo, level0[nt:]]]
+    at = n0
+    for j in range(3, 3 * h, 3):
+        nt, lo, nh = ints[j], ints[j + 1], ints[j + 2]
+        mid = at + nt
+        end = mid + nh
+        rows.append([vals[at:mid], lo, vals[mid:end]])
+        at = end
+    if at != len(vals):
         raise ValueError("rows do not match their counts")
     return rows
 

@@ -634,6 +634,10 @@ class KvsLogMta(_KvsLayout, LogMta):
     def _local_extra(self) -> tuple[list[int], list[Any]]:
         return [*self._lo, *self._sh], _opt(self._total)
 
+    def _head_of(self, level: int) -> int:
+        # LogMta._live_range, inlined
+        return (self._lo[level] if level else self._lo0) - self._base[level]
+
     def _set_local_extra(self, ints: list[int], partials: list[Any]) -> None:
         h = len(self._v)
         self._lo, self._sh = ints[:h], ints[h:2 * h]
@@ -649,6 +653,9 @@ class KvsAmta(_KvsLayout, Amta):
 
     def _extra_resident(self) -> int:
         return len(self._stack) + 3
+
+    def _head_of(self, level: int) -> int:
+        return (self._lo0 >> level) - self._base[level]   # Amta._live_range, inlined
 
     def _local_extra(self) -> tuple[list[int], list[Any]]:
         r0, r1 = self._r0, self._r1

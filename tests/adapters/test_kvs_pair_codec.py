@@ -139,3 +139,31 @@ def test_decode_value_does_not_read_packed_pairs() -> None:
     """A swag that knows only version 1 stops with its unknown-form error, no garbage."""
     with pytest.raises(CodecError, match="form tag 0x10"):
         decode_value(encode_pair((1.0, 2.0)))
+
+
+_partial = st.floats(allow_nan=False) | st.tuples(st.integers(0, 99), st.floats(allow_nan=False))
+
+
+@st.composite
+def _rows(draw: Any) -> list[list[Any]]:
+    """Per level ``[tail, lo, head]`` as :meth:`local_state` gives them (level 0:
+    ``(time, partial)`` elements, sometimes ``None``, a dead position of a version-1 map)."""
+    h = draw(st.integers(1, 5))
+    rows = []
+    for level in range(h):
+        element = (st.tuples(st.integers(-2**63, 2**63 - 1), _partial) | st.none()
+                   if level == 0 else _partial)
+        tail = draw(st.lists(element, max_size=4))
+        head = draw(st.lists(element, max_size=4))
+        rows.append([tail, draw(st.integers(0, 2**40)), head])
+    return rows
+
+
+@given(_rows(), st.lists(_partial, max_size=5), st.lists(st.integers(-2**63, 2**63 - 1),
+                                                          max_size=6))
+def test_local_record_round_trip(rows: list[list[Any]], partials: list[Any],
+                                 extra: list[int]) -> None:
+    """Any rows (flat or not), partials (all floats or not) and ints come back as given."""
+    ints = [0, len(rows), *extra]
+    data = encode_local("fp", ints, partials, 7, rows)
+    assert _same(list(decode_local(data)), [2, "fp", ints, partials, 7, rows])
