@@ -60,6 +60,7 @@ from swag_core.window import Window, as_time
 #: bits of a slot that hold the pair index (the level is above them)
 SLOT_BITS: Final = 48
 _TAIL: Final = 4        # elements a tail holds at most (two pairs)
+_CLEAN: Final[frozenset[int]] = frozenset()
 #: pairs of a level's head cache kept in the local part (a reopened level evicts a few
 #: entries without a read)
 HEAD_PAIRS: Final = 2
@@ -172,7 +173,9 @@ class _Row:
         self.tail_from = 0       # tail = positions [tail_from, end), tail_from even
         self.cache: list[Any] = []
         self.c_lo = 0            # cache = positions [c_lo, c_lo + len(cache)), even bounds
-        self.dirty: set[int] = set()   # cached pairs modified locally
+        # cached pairs modified locally (a set once there is one: most rows never have any,
+        # and a reopen creates every row)
+        self.dirty: set[int] | frozenset[int] = _CLEAN
         self.gc = 0              # pairs below gc are deleted from the store
         self.fill = 1            # pairs the next refill reads (doubles up to cache_pairs)
 
@@ -204,7 +207,10 @@ class _Row:
         i = p - self.c_lo
         if 0 <= i < len(self.cache):
             self.cache[i] = value
-            self.dirty.add(p >> 1)
+            dirty = self.dirty
+            if dirty is _CLEAN:
+                dirty = self.dirty = set()
+            dirty.add(p >> 1)   # type: ignore[union-attr]
             return
         key = slot(self.level, p >> 1)
         pair = list(self.kv.read([key])[0])
@@ -272,7 +278,8 @@ class _Row:
         old_hi = old_lo + len(old)
         keep_lo, keep_hi = max(lo, old_lo), min(hi, old_hi)
         level = self.level
-        self.dirty = {q for q in self.dirty if keep_lo <= q + q < keep_hi}
+        if self.dirty:
+            self.dirty = {q for q in self.dirty if keep_lo <= q + q < keep_hi}
         if keep_lo >= keep_hi:
             keep_lo = keep_hi = lo
         need = [slot(level, q) for q in range(lo >> 1, keep_lo >> 1)]
@@ -312,11 +319,13 @@ class _Row:
         """Put the modified cached pairs into the buffer. The tail is not stored as pairs:
         it goes with the local part (:meth:`_KvsLayout.local_state`), so a reopen needs no
         read for it and a call writes no tail pair (a pair is stored once it is final)."""
+        if not self.dirty:
+            return
         kv, level = self.kv, self.level
         for q in self.dirty:
             i = q + q - self.c_lo
             kv.buffer[slot(level, q)] = (self.cache[i], self.cache[i + 1])
-        self.dirty.clear()
+        self.dirty = _CLEAN
 
     def resident(self) -> int:
         """Elements held in local memory by this row (tail and cache)."""
