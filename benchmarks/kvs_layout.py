@@ -10,6 +10,9 @@ events/s against the in-memory layout (``docs/benchmarks.md``, "KVS layout").
 
 Every configuration runs in its own process (``python -m benchmarks.kvs_layout one ...``), so
 the peaks do not mix. Run: ``PYTHONPATH=. python -m benchmarks.kvs_layout [--quick]``.
+(b) alone at a chosen size, results to a folder of your choice (not ``benchmarks/results``):
+``python -m benchmarks.kvs_layout b --keys 20000 --cache 2000 --rounds 2 --templates 100
+--out /tmp/bench/kvs`` (``--templates``: see :func:`many_keys`).
 """
 
 from __future__ import annotations
