@@ -10,6 +10,9 @@ events/s against the in-memory layout (``docs/benchmarks.md``, "KVS layout").
 
 Every configuration runs in its own process (``python -m benchmarks.kvs_layout one ...``), so
 the peaks do not mix. Run: ``PYTHONPATH=. python -m benchmarks.kvs_layout [--quick]``.
+(b) alone at a chosen size, results to a folder of your choice (not ``benchmarks/results``):
+``python -m benchmarks.kvs_layout b --keys 20000 --cache 2000 --rounds 2 --templates 100
+--out /tmp/bench/kvs`` (``--templates``: see :func:`many_keys`).
 """
 
 from __future__ import annotations
@@ -139,9 +142,21 @@ def one_key(layout: str, n: int, measure: int) -> dict[str, Any]:
             "resident_mb": (peak - base) / 2**20, "rows": rows, "db_mb": size / 2**20}
 
 
-def many_keys(layout: str, keys: int, window: int, cache: int, rounds: int) -> dict[str, Any]:
+def _copy_key(db: sqlite3.Connection, src: int, dst: int) -> None:
+    """Give key ``dst`` the state of key ``src`` (every table), as rows of its own."""
+    db.execute("insert or replace into meta select ?, v from meta where k = ?", (dst, src))
+    db.execute("insert into log select ?, t, s, d from log where k = ?", (dst, src))
+    db.execute("insert or replace into pairs select ?, s, v from pairs where k = ?", (dst, src))
+
+
+def many_keys(layout: str, keys: int, window: int, cache: int, rounds: int,
+              templates: int = 0) -> dict[str, Any]:
     """(b): ``keys`` keys filled with ``window`` events each (one bulk call per key), then
-    ``rounds`` rounds of one event per key, round robin."""
+    ``rounds`` rounds of one event per key, round robin. ``templates > 0``: only that many
+    keys are filled through the driver, every other key gets a copy of template
+    ``k % templates``'s state (its own rows in every table: the store holds as much as with
+    a full fill, which at 20,000 keys would take most of an hour of CPU); the driver's cache
+    is then emptied, as it would be after a restart."""
     from adapters import WindowDriver
     query = {"windows": [{"kind": "over", "range": window - 1}],
              "aggregations": {"m": {"fn": "max", "field": "v"}}, "layout": layout}
@@ -150,24 +165,40 @@ def many_keys(layout: str, keys: int, window: int, cache: int, rounds: int) -> d
         states = [SqliteKeyState(db, k) for k in range(keys)]
         driver = WindowDriver(query, max_cached_keys=cache)
         base = _rss()
-        for k, state in enumerate(states):
+        filled = templates or keys
+        for k, state in enumerate(states[:filled]):
             events = [(t, _value(t * 7 + k)) for t in range(window)]
             driver.process(k, events, state)
             driver.advance_watermark(k, window, state)
         db.commit()
+        if templates:
+            for k in range(filled, keys):
+                _copy_key(db, k % templates, k)
+            db.commit()
+            driver.key_store.clear()
         cpu0 = time.process_time()
         rows = 0
+        chunk, chunk0, per_chunk = 0, cpu0, []
         for r in range(rounds):
             t = window + r
             for k, state in enumerate(states):
                 rows += len(driver.process(k, [(t, _value(t * 7 + k))], state,
                                            watermark=t).rows)
+                chunk += 1
+                if chunk == 1000:
+                    now = time.process_time()
+                    per_chunk.append(chunk / (now - chunk0))
+                    chunk, chunk0 = 0, now
             db.commit()
         cpu = time.process_time() - cpu0
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        size = sum(os.path.getsize(f"{tmp}/{f}") for f in os.listdir(tmp))
+    per_chunk.sort()
+    median = per_chunk[len(per_chunk) // 2] if per_chunk else None
     return {"layout": layout, "keys": keys, "window": window, "cache": cache,
-            "measured_events": keys * rounds, "events_per_s": keys * rounds / cpu,
-            "peak_mb": (peak - base) / 2**20, "rows": rows}
+            "templates": templates, "measured_events": keys * rounds,
+            "events_per_s": keys * rounds / cpu, "median_events_per_s_per_1000": median,
+            "peak_mb": (peak - base) / 2**20, "rows": rows, "db_mb": size / 2**20}
 
 
 def _child(kind: str, *args: Any) -> dict[str, Any]:
@@ -259,7 +290,41 @@ def markdown(payload: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def many_keys_cli(argv: list[str]) -> None:
+    """``b [--keys N] [--cache N] [--window N] [--rounds N] [--templates N] [--out DIR]``:
+    (b) at a chosen size, both layouts (each in its own process; memory first, so the
+    slower run does not go last on a machine that may get busier), to ``DIR/kvs_b.json``."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="benchmarks.kvs_layout b")
+    parser.add_argument("--keys", type=int, default=20000)
+    parser.add_argument("--cache", type=int, default=2000)
+    parser.add_argument("--window", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--templates", type=int, default=0)
+    parser.add_argument("--layouts", default="memory,kvs")
+    parser.add_argument("--out", default="/tmp/bench/kvs")
+    args = parser.parse_args(argv)
+    runs = [_child("b", layout, args.keys, args.window, args.cache, args.rounds,
+                   args.templates) for layout in args.layouts.split(",")]
+    payload: dict[str, Any] = {"machine": {**machine(), "clock": "process CPU time"},
+                               "many_keys": runs}
+    by = {r["layout"]: r for r in runs}
+    if {"kvs", "memory"} <= set(by):
+        payload["ratio"] = by["kvs"]["events_per_s"] / by["memory"]["events_per_s"]
+        medians = [by[x]["median_events_per_s_per_1000"] for x in ("kvs", "memory")]
+        if all(medians):
+            payload["ratio_of_medians"] = medians[0] / medians[1]
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "kvs_b.json")
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=1, sort_keys=True)
+    print(path, payload.get("ratio"), payload.get("ratio_of_medians"))
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["b"]:
+        many_keys_cli(argv[1:])
+        return
     if argv[:1] == ["one"]:
         kind, layout, *nums = argv[1:]
         ints = [int(x) for x in nums]

@@ -78,6 +78,7 @@ class KvsLanes:
                          if isinstance(lane, TimeLane) and lane.has_over and not lane.sliding]
         self.auto_min = AUTO_MIN_ENTRIES if bounded else AUTO_MIN_ENTRIES_UNBOUNDED
         self._encodes: dict[int, bool] = {}
+        self._fingerprints: dict[int, str] = {}
         # ``auto`` moves built-in aggregations only: a custom one's partials may encode for
         # some values and not for later ones
         self._builtins = all(a.fn is not None for a in query.aggregations)
@@ -93,7 +94,11 @@ class KvsLanes:
         """What a lane's stored pairs depend on: the structure and what every aggregation of
         the lane computes (fn, field, parameters, null mode: :attr:`AggSpec.source`; not the
         output names)."""
-        return f"{self._class(i).__name__}:{self.lanes[i].aggregation.name}:{self._sources}"
+        fp = self._fingerprints.get(i)
+        if fp is None:
+            fp = self._fingerprints[i] = (f"{self._class(i).__name__}:"
+                                          f"{self.lanes[i].aggregation.name}:{self._sources}")
+        return fp
 
     def _new(self, i: int, pairs: LanePairs) -> Window:
         return self._class(i)(self.lanes[i].aggregation, pairs, cache_pairs=CACHE_PAIRS,
@@ -125,12 +130,10 @@ class KvsLanes:
                 ls.w = self._new(i, pairs)
         return reopened
 
-    def _reopen(self, i: int, key: Any, pairs: LanePairs, record: list[Any],
+    def _reopen(self, i: int, key: Any, pairs: LanePairs,
+                record: tuple[str, list[int], list[Any], int, list[Any] | None],
                 nonce: int) -> Window:
-        try:
-            fingerprint, ints, partials, written_with = record
-        except ValueError:
-            raise StateError(f"key {key!r}: corrupt window pairs record") from None
+        fingerprint, ints, partials, written_with, tails = record
         if written_with != nonce:
             raise StateError(
                 f"key {key!r}: its window pairs and its metadata were written by different "
@@ -144,8 +147,12 @@ class KvsLanes:
                 f"aggregation specs; the KVS layout keeps aggregates, not events: keep the "
                 f"algorithm and the aggregations, or start from empty state)")
         cls = self._class(i)
-        w: Window = cls.reopen(self.lanes[i].aggregation, pairs, (ints, partials),
-                               cache_pairs=CACHE_PAIRS, buffer_pairs=CACHE_PAIRS)
+        local = (ints, partials) if tails is None else (ints, partials, tails)
+        try:
+            w: Window = cls.reopen(self.lanes[i].aggregation, pairs, local,
+                                   cache_pairs=CACHE_PAIRS, buffer_pairs=CACHE_PAIRS)
+        except (ValueError, TypeError, IndexError) as exc:
+            raise StateError(f"key {key!r}: corrupt window pairs record: {exc}") from None
         return w
 
     def new_key(self, rt: KeyRuntime, key: Any, state: KeyState) -> None:
@@ -177,12 +184,12 @@ class KvsLanes:
                     continue
                 w = self._moved(i, ls, LanePairs(pair_map, i, key))
             w.flush()
-            ints, partials = w.local_state()
+            ints, partials, tails = w.local_state()
             store = w.store
             assert isinstance(store, LanePairs)
             try:
-                writes.append((store, store.encode([self._fingerprint(i), ints, partials,
-                                                    nonce])))
+                writes.append((store, store.encode(self._fingerprint(i), ints, partials,
+                                                   nonce, tails)))
             except CodecError as exc:
                 raise StateError(
                     f"key {key!r}: a partial aggregate of its per-event window cannot be "

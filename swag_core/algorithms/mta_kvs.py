@@ -6,7 +6,9 @@ Each level queue is split in three sections over two memory layers:
 
 * **tail** (local): the level's last two pairs, the rightmost branch that inserts rewrite.
   When the tail grows past two pairs its oldest pair is final (no insert or eviction rewrites
-  a pair between the head and the tail) and *retires* into the write buffer;
+  a pair between the head and the tail) and *retires* into the write buffer. Tails are never
+  stored as pairs: they are part of :meth:`~_KvsLayout.local_state`, so the store holds
+  final pairs (and modified heads) only;
 * **write buffer** (local, shared by all levels): retired pairs not yet stored; written to
   the store in one ``put_many`` once it holds ``buffer_pairs`` pairs. Every read that misses
   the tail and the cache looks here before the store (P17);
@@ -37,11 +39,12 @@ back every new pair, which would go to the store), and ``bulk_evict`` / ``query_
 their leaf by a galloping search from the head (O(log k) reads for k entries, mostly cache
 hits) instead of a ``bisect`` over a time list.
 
-:meth:`flush` writes every local pair to the store; :meth:`local_state` is then the small
-rest (positions per level, Log MTA's shifts and total, AMTA's result pair and stack), from
-which :meth:`reopen` rebuilds the window without a read: each level reads its tail (one
-``get_many``) and its head (a refill) when first used, so one operation after a reopen reads
-only the levels it touches.
+:meth:`flush` writes every buffered and modified head pair to the store; :meth:`local_state`
+is then the small rest (positions per level, the tails, Log MTA's shifts and total, AMTA's
+result pair and stack), from which :meth:`reopen` rebuilds the window without a read: each
+level reads its head (a refill) when first used, so one operation after a reopen reads only
+the heads it touches (inserts touch tails only: no read). A local part without tails (an
+older store that holds the tails as pairs) reads each level's tail on its first use.
 """
 
 from __future__ import annotations
@@ -57,6 +60,10 @@ from swag_core.window import Window, as_time
 #: bits of a slot that hold the pair index (the level is above them)
 SLOT_BITS: Final = 48
 _TAIL: Final = 4        # elements a tail holds at most (two pairs)
+_CLEAN: Final[frozenset[int]] = frozenset()
+#: pairs of a level's head cache kept in the local part (a reopened level evicts a few
+#: entries without a read)
+HEAD_PAIRS: Final = 2
 
 
 def slot(level: int, pair: int) -> int:
@@ -156,7 +163,7 @@ class _Row:
     negative indices, ``row[i] = x``, ``append``) over tail, head cache, buffer and store."""
 
     __slots__ = ("c_lo", "cache", "dirty", "end", "fill", "gc", "kv", "level", "tail",
-                 "tail_dirty", "tail_from")
+                 "tail_from")
 
     def __init__(self, kv: _Pairs, level: int) -> None:
         self.kv = kv
@@ -164,10 +171,11 @@ class _Row:
         self.end = 0             # positions [0, end) exist
         self.tail: list[Any] | None = []    # None: not read from the store yet
         self.tail_from = 0       # tail = positions [tail_from, end), tail_from even
-        self.tail_dirty = False  # the tail changed since the last flush
         self.cache: list[Any] = []
         self.c_lo = 0            # cache = positions [c_lo, c_lo + len(cache)), even bounds
-        self.dirty: set[int] = set()   # cached pairs modified locally
+        # cached pairs modified locally (a set once there is one: most rows never have any,
+        # and a reopen creates every row)
+        self.dirty: set[int] | frozenset[int] = _CLEAN
         self.gc = 0              # pairs below gc are deleted from the store
         self.fill = 1            # pairs the next refill reads (doubles up to cache_pairs)
 
@@ -195,12 +203,14 @@ class _Row:
             if tail is None:
                 tail = self._read_tail()
             tail[p - self.tail_from] = value
-            self.tail_dirty = True
             return
         i = p - self.c_lo
         if 0 <= i < len(self.cache):
             self.cache[i] = value
-            self.dirty.add(p >> 1)
+            dirty = self.dirty
+            if dirty is _CLEAN:
+                dirty = self.dirty = set()
+            dirty.add(p >> 1)   # type: ignore[union-attr]
             return
         key = slot(self.level, p >> 1)
         pair = list(self.kv.read([key])[0])
@@ -213,21 +223,19 @@ class _Row:
             tail = self._read_tail()
         tail.append(value)
         self.end += 1
-        self.tail_dirty = True
         if len(tail) > _TAIL:
             self._retire()
 
     def _read_tail(self) -> list[Any]:
-        """Read the tail from the store (a reopened row reads it on first use: one call;
-        positions deleted as dead read as ``None``, they are never used)."""
-        q0, q1 = self.tail_from >> 1, (self.end + 1) >> 1
-        tail: list[Any] = []
-        if q1 > q0:
-            for pair in self.kv.read([slot(self.level, q) for q in range(q0, q1)]):
-                tail.extend((None, None) if pair is None else pair)
-            del tail[self.end - self.tail_from:]
-        self.tail = tail
-        return tail
+        """Read the tail from the store (a row reopened from a local part without tails,
+        ``PAIRS_VERSION`` 1, reads it on first use: one call; positions deleted as dead read
+        as ``None``, they are never used)."""
+        self.tail = _tails_of([self], self.kv.read(self.tail_slots()))[0]
+        return self.tail
+
+    def tail_slots(self) -> list[int]:
+        """The slots of the pairs of the tail."""
+        return [slot(self.level, q) for q in range(self.tail_from >> 1, (self.end + 1) >> 1)]
 
     def _retire(self) -> None:
         """The tail's oldest pair is final: to the buffer, and to the cache if the cache
@@ -270,7 +278,8 @@ class _Row:
         old_hi = old_lo + len(old)
         keep_lo, keep_hi = max(lo, old_lo), min(hi, old_hi)
         level = self.level
-        self.dirty = {q for q in self.dirty if keep_lo <= q + q < keep_hi}
+        if self.dirty:
+            self.dirty = {q for q in self.dirty if keep_lo <= q + q < keep_hi}
         if keep_lo >= keep_hi:
             keep_lo = keep_hi = lo
         need = [slot(level, q) for q in range(lo >> 1, keep_lo >> 1)]
@@ -307,24 +316,35 @@ class _Row:
         self.gc = (self.end + 1) >> 1
 
     def flush(self) -> None:
-        """Put the tail (if it changed) and the modified cached pairs into the buffer."""
+        """Put the modified cached pairs into the buffer. The tail is not stored as pairs:
+        it goes with the local part (:meth:`_KvsLayout.local_state`), so a reopen needs no
+        read for it and a call writes no tail pair (a pair is stored once it is final)."""
+        if not self.dirty:
+            return
         kv, level = self.kv, self.level
         for q in self.dirty:
             i = q + q - self.c_lo
             kv.buffer[slot(level, q)] = (self.cache[i], self.cache[i + 1])
-        self.dirty.clear()
-        tail = self.tail
-        if tail is None or not self.tail_dirty:
-            return
-        self.tail_dirty = False
-        for j in range(0, len(tail), 2):
-            q = (self.tail_from + j) >> 1
-            if q >= self.gc:
-                kv.buffer[slot(level, q)] = tuple(tail[j:j + 2])
+        self.dirty = _CLEAN
 
     def resident(self) -> int:
         """Elements held in local memory by this row (tail and cache)."""
         return len(self.tail or ()) + len(self.cache)
+
+
+def _tails_of(rows: list[_Row], pairs: list[Any]) -> list[list[Any]]:
+    """The tails of ``rows`` from ``pairs``, the values at their :meth:`_Row.tail_slots`
+    in order."""
+    it = iter(pairs)
+    tails = []
+    for row in rows:
+        tail: list[Any] = []
+        for _ in range(row.tail_from >> 1, (row.end + 1) >> 1):
+            pair = next(it)
+            tail.extend((None, None) if pair is None else pair)
+        del tail[row.end - row.tail_from:]
+        tails.append(tail)
+    return tails
 
 
 class _LeafRow(_Row):
@@ -502,10 +522,15 @@ class _KvsLayout(_MtaBase):
 
     # ------------------------------------------------------------------ persistence
     def flush(self) -> None:
-        """Write every pair held locally (tails, modified heads, the buffer) to the store,
-        so that the store and :meth:`local_state` describe the window."""
-        for row in self._v:
+        """Write the pairs held locally (modified heads, the buffer) to the store, so that
+        the store and :meth:`local_state` describe the window, and delete the dead pairs of
+        every level once a batch (``buffer_pairs``) of them is dead. Without that, dead
+        pairs would wait for the in-memory class's compaction (a dead prefix half its
+        level), which first comes after about 2n entries and then deletes O(n) pairs in one
+        ``delete_many``: the store held twice the window and the call held O(n) slots."""
+        for level, row in enumerate(self._v):
             row.flush()
+            row.collect(self._head_of(level))
         self._kv.flush_buffer()
 
     def resident_pairs(self) -> int:
@@ -517,15 +542,34 @@ class _KvsLayout(_MtaBase):
     def _extra_resident(self) -> int:
         return 0
 
-    def local_state(self) -> tuple[list[int], list[Any]]:
-        """The local part after :meth:`flush`: ``(ints, partials)``, a list of ints and a
-        list of raw partials (``EMPTY`` for the empty marker), O(log n) long; for
-        :meth:`reopen`."""
-        ints = [self._lo0, len(self._v)]
-        for level, row in enumerate(self._v):
-            ints += [row.end, row.gc, self._base[level]]
+    def local_state(self) -> tuple[list[int], list[Any], list[list[Any]]]:
+        """The local part after :meth:`flush`: ``(ints, partials, rows)``, a list of ints,
+        a list of raw partials and per level ``[tail, lo, head]``: its tail (its last two
+        pairs' elements, the positions ``end - len(tail)`` on) and the first
+        :data:`HEAD_PAIRS` pairs of its head cache from position ``lo`` (the pair holding the
+        level's head; ``[]`` if the cache does not hold it), O(log n) long in all; for
+        :meth:`reopen`. Tails not read since a reopen without them are read here, in one
+        store call."""
+        rows = self._v
+        unread = [row for row in rows if row.tail is None]
+        if unread:
+            keys = [k for row in unread for k in row.tail_slots()]
+            for row, tail in zip(unread, _tails_of(unread, self._kv.read(keys))):
+                row.tail = tail
+        ints = [self._lo0, len(rows)]
+        base = self._base
+        saved = []
+        for level, row in enumerate(rows):
+            ints += [row.end, row.gc, base[level]]
+            cache = row.cache
+            lo = max(self._head_of(level), 0) & ~1
+            i = lo - row.c_lo
+            if cache and 0 <= i < len(cache):
+                saved.append([list(row.tail or ()), lo, cache[i:i + 2 * HEAD_PAIRS]])
+            else:
+                saved.append([list(row.tail or ()), 0, []])
         extra_ints, partials = self._local_extra()
-        return ints + extra_ints, partials
+        return ints + extra_ints, partials, saved
 
     def _local_extra(self) -> tuple[list[int], list[Any]]:
         raise NotImplementedError
@@ -535,27 +579,52 @@ class _KvsLayout(_MtaBase):
 
     @classmethod
     def reopen(cls, aggregation: Aggregation, store: PairStore,
-               local: tuple[Sequence[int], Sequence[Any]], *, cache_pairs: int = 64,
-               buffer_pairs: int = 64) -> Any:
+               local: tuple[Sequence[int], Sequence[Any]]
+               | tuple[Sequence[int], Sequence[Any], Sequence[Sequence[Any]]], *,
+               cache_pairs: int = 64, buffer_pairs: int = 64) -> Any:
         """The window that :meth:`local_state` described, over the ``store`` it flushed to
-        (no read here: tails and heads are read per level on first use)."""
+        (no read here; a level's head beyond what ``local`` holds is read on first use).
+        ``local`` without rows (``(ints, partials)``: a store whose pairs include the tails,
+        as written before tails went with the local part) reads each level's tail on first
+        use.
+        :class:`ValueError` if ``local`` is inconsistent."""
         self = cls.__new__(cls)
         Window.__init__(self, aggregation)
-        self._kv = _Pairs(store, cache_pairs, buffer_pairs, self._head_of)
+        kv = self._kv = _Pairs(store, cache_pairs, buffer_pairs, self._head_of)
         ints, partials = list(local[0]), list(local[1])
+        tails = local[2] if len(local) > 2 else None
         self._lo0, h = ints[0], ints[1]
-        levels = _Levels(self._kv)
+        if h < 1 or len(ints) < 2 + 3 * h or (tails is not None and len(tails) != h):
+            raise ValueError(f"corrupt local part: {h} levels, {len(ints)} ints")
+        levels = _Levels(kv)
         for level in range(1, h):
-            list.append(levels, _Row(self._kv, level))
+            list.append(levels, _Row(kv, level))
         self._v = levels
         self._t = _Times(levels[0])  # type: ignore[assignment]
-        self._base = []
+        self._base = ints[4:2 + 3 * h:3]
         for level, row in enumerate(levels):
-            end, gc, base = ints[2 + 3 * level:5 + 3 * level]
-            self._base.append(base)
-            row.end, row.gc = end, gc
-            row.tail_from = row.c_lo = max(0, (end - 3) & ~1)
-            row.tail = None
+            j = 2 + 3 * level
+            end = row.end = ints[j]
+            row.gc = ints[j + 1]
+            if tails is None:
+                row.tail_from = row.c_lo = max(0, (end - 3) & ~1)
+                row.tail = None
+            else:
+                tail, lo, head = tails[level]
+                tail = list(tail)
+                start = end - len(tail)
+                if (start < 0 or start & 1 or len(tail) > _TAIL or lo < 0 or lo & 1
+                        or len(head) & 1 or lo + len(head) > start):
+                    raise ValueError(f"corrupt local part: level {level} has {end} "
+                                     f"positions, a tail of {len(tail)} and a head of "
+                                     f"{len(head)} from {lo}")
+                row.tail_from = start
+                row.tail = tail
+                if head:
+                    row.cache = list(head)
+                    row.c_lo = lo
+                else:
+                    row.c_lo = start
         self._set_local_extra(ints[2 + 3 * h:], partials)
         return self
 
@@ -574,6 +643,10 @@ class KvsLogMta(_KvsLayout, LogMta):
     def _local_extra(self) -> tuple[list[int], list[Any]]:
         return [*self._lo, *self._sh], _opt(self._total)
 
+    def _head_of(self, level: int) -> int:
+        # LogMta._live_range, inlined
+        return (self._lo[level] if level else self._lo0) - self._base[level]
+
     def _set_local_extra(self, ints: list[int], partials: list[Any]) -> None:
         h = len(self._v)
         self._lo, self._sh = ints[:h], ints[h:2 * h]
@@ -590,6 +663,9 @@ class KvsAmta(_KvsLayout, Amta):
     def _extra_resident(self) -> int:
         return len(self._stack) + 3
 
+    def _head_of(self, level: int) -> int:
+        return (self._lo0 >> level) - self._base[level]   # Amta._live_range, inlined
+
     def _local_extra(self) -> tuple[list[int], list[Any]]:
         r0, r1 = self._r0, self._r1
         flags = [r0 is not EMPTY, r1 is not EMPTY]
@@ -603,4 +679,4 @@ class KvsAmta(_KvsLayout, Amta):
         self._cache = EMPTY
 
 
-__all__ = ["SLOT_BITS", "DictPairStore", "KvsAmta", "KvsLogMta", "PairStore", "slot"]
+__all__ = ["HEAD_PAIRS", "SLOT_BITS", "DictPairStore", "KvsAmta", "KvsLogMta", "PairStore", "slot"]

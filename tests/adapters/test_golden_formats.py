@@ -207,17 +207,38 @@ def test_kvs_checkpoint_restores(name: str) -> None:
     """A driver restored from a committed KVS-layout state (meta, the log of pending events,
     the pair map) emits the recorded rows; the map's records decode as documented
     (``adapters/state/pairs.py``); without the map the rows differ (they come from it)."""
-    from adapters.state.pairs import LANE_SHIFT, LOCAL, PAIRS_VERSION
+    from adapters.state.pairs import (
+        LANE_SHIFT,
+        LOCAL,
+        PACKED_LOCAL,
+        PACKED_PAIR,
+        decode_local,
+        decode_pair,
+    )
 
     sample = KVS[name]
+    version = samples.KVS_PAIRS_VERSIONS[name]
     rows = WindowDriver(sample["query"]).advance_watermark("k", "end", _kvs_state(sample)).rows
     assert json.loads(json.dumps(rows)) == sample["rows_at_end"]
+    packed = 0
     for k, v in sample["pairs"].items():
-        value = decode_value(bytes.fromhex(v))
+        data = bytes.fromhex(v)
         if int(k) & ((1 << LANE_SHIFT) - 1) == LOCAL:
-            assert value[0] == PAIRS_VERSION and len(value) == 5
+            if version == 1:  # JSON [1, fingerprint, ints, partials, nonce]
+                value = decode_value(data)
+                assert value[0] == 1 and len(value) == 5
+            else:             # packed, with the tails
+                assert data[0] == PACKED_LOCAL
+                got, _, ints, _, _, tails = decode_local(data)
+                assert got == 2 and len(tails) == ints[1]
         else:
+            value = decode_pair(data)
             assert type(value) is tuple and 1 <= len(value) <= 2
+            if version == 1:
+                assert decode_value(data) == value
+            packed += data[0] == PACKED_PAIR
+    # version 2 packs every pair of the built-in aggregations (collect's lists of ints too)
+    assert (packed == len(sample["pairs"]) - 1) if version == 2 else packed == 0
     bare = WindowDriver(sample["query"]).advance_watermark("k", "end",
                                                            _kvs_state(sample, False)).rows
     assert json.loads(json.dumps(bare)) != sample["rows_at_end"]

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from swag_core.algorithms.mta import Amta, LogMta
 from swag_core.algorithms.mta_kvs import (
+    HEAD_PAIRS,
     SLOT_BITS,
     DictPairStore,
     KvsAmta,
@@ -144,8 +145,9 @@ def test_local_memory_is_logarithmic(kvs: type) -> None:
 def test_store_calls_are_constant_amortized(kvs: type) -> None:
     """Store calls (get_many, put_many, delete_many), counted: a steady insert + evict
     stream makes far less than one call per operation; a bulk eviction of half of 2^12
-    entries O(log n) calls; a flush one call; a reopen none, and an operation after it a
-    few (the levels it touches: O(1) for AMTA, both branches, O(log n), for Log MTA)."""
+    entries O(log n) calls; a flush one put (and the deletes of dead batches); a reopen
+    none, and an operation after it a few (the levels it touches: O(1) for AMTA, both
+    branches, O(log n), for Log MTA)."""
     n = 1 << 12
     store = DictPairStore()
     w = kvs(int_sum(), store, cache_pairs=16, buffer_pairs=16)
@@ -162,20 +164,52 @@ def test_store_calls_are_constant_amortized(kvs: type) -> None:
     before = store.calls
     assert w.bulk_evict(5 * n - n // 2 - 1) == n // 2
     assert store.calls - before <= 4 * math.log2(n) + 4
+    before, puts = store.calls, store.puts
+    w.flush()
+    # one put, and one delete per level with a batch of dead pairs (the bulk eviction's)
+    assert store.puts - puts == 1 and store.calls - before <= 1 + len(w._v)
     before = store.calls
     w.flush()
-    assert store.calls - before == 1
+    assert store.calls == before                  # nothing left to write or delete
     before = store.calls
     w2 = kvs.reopen(w.aggregation, store, w.local_state(), cache_pairs=16, buffer_pairs=16)
     assert w2.query() == w.query() == sum(range(5 * n - n // 2, 5 * n))
     assert store.calls == before                  # a reopen and a query read nothing
-    assert w2.resident_pairs() <= 3 * math.log2(n) + 4
+    # per level: its tail (two pairs) and HEAD_PAIRS of its head cache
+    assert w2.resident_pairs() <= (3 + HEAD_PAIRS) * math.log2(n) + 4
     w2.insert(5 * n, 0)
     w2.evict()
     # one op reads the levels it touches: AMTA one or two, Log MTA its two branches
     h = len(w2._v)
     assert store.calls - before <= (4 if kvs is KvsAmta else 2 * h + 2)
     assert w2.query() == sum(range(5 * n - n // 2 + 1, 5 * n))
+
+
+@pytest.mark.parametrize("kvs", [KvsLogMta, KvsAmta])
+def test_flushes_keep_the_store_to_the_window(kvs: type) -> None:
+    """A window of n entries sliding for 3n, flushed every 64 operations (as the driver does
+    per call): the store never holds much more than the window's ~n pairs (dead pairs are
+    deleted a batch at a time, not when the in-memory compaction would first run, after
+    ~2n, all at once) and no flush deletes more than a batch per level."""
+    n, buffer = 1 << 11, 16
+    store = DictPairStore()
+    w = kvs(int_sum(), store, cache_pairs=16, buffer_pairs=buffer)
+    deleted: list[int] = []
+    delete_many = store.delete_many
+    store.delete_many = lambda slots: (deleted.append(len(slots)), delete_many(slots))[1]
+    for i in range(n):
+        w.insert(i, i)
+    most = 0
+    for i in range(n, 4 * n):
+        w.insert(i, i)
+        w.evict()
+        if i % 64 == 0:
+            w.flush()
+            most = max(most, len(store.data))
+    h = len(w._v)
+    assert most <= n + 2 * buffer * h, (most, n)
+    assert max(deleted) <= 2 * buffer + 64, max(deleted)
+    assert w.query() == sum(range(3 * n, 4 * n))
 
 
 @pytest.mark.parametrize("kvs", [KvsLogMta, KvsAmta])

@@ -155,3 +155,24 @@ KVS_CHECKPOINTS: dict[str, dict[str, Any]] = {
                   {"events": [[31, 100]], "watermark": 29}],
     },
 }
+
+#: The same calls in the pair map's format version 2 (packed pairs, the local part with the
+#: tails; ``adapters/state/pairs.py``), and a sum/mean sample whose partials are exact sums
+#: (ints beyond 64 bits, stored as packed big ints).
+KVS_CHECKPOINTS.update({
+    "over_max_amta_v2": KVS_CHECKPOINTS["over_max_amta"],
+    "over_collect_log_mta_v2": KVS_CHECKPOINTS["over_collect_log_mta"],
+    "over_sum_mean_v2": {
+        "query": {"windows": [{"kind": "over", "range": 6}],
+                  "aggregations": {"a": {"fn": "mean", "field": "v"},
+                                   "s": {"fn": "sum", "field": "v"}},
+                  "layout": "kvs"},
+        "calls": [{"events": [[t, ((t * 7) % 11) / 4] for t in range(1, 20)], "watermark": 12},
+                  {"events": [[20, -0.5], [21, 1e300]], "watermark": 20}],
+    },
+})
+#: the pair map format version of each KVS sample (its local part's version)
+KVS_PAIRS_VERSIONS: dict[str, int] = {
+    "over_max_amta": 1, "over_collect_log_mta": 1,
+    "over_max_amta_v2": 2, "over_collect_log_mta_v2": 2, "over_sum_mean_v2": 2,
+}
