@@ -124,7 +124,9 @@ def test_kernel_equals_the_per_key_path_and_the_oracle(kt: list[tuple[str, int]]
     assert got is not None
     same(got, per_key(q, events))
     for row in got:  # the oracle: frames by definition
-        frame = [x for k, t, x in events if k == row["key"] and row["time"] - r <= t <= row["time"]]
+        # older = earlier event time (arrival order among peers): sorted() is stable
+        frame = [x for k, t, x in sorted(events, key=lambda e: e[1])
+                 if k == row["key"] and row["time"] - r <= t <= row["time"]]
         assert row["n"] == len(frame)
         for i, fn in enumerate(fns):
             want = oracle(fn, frame)
@@ -149,6 +151,16 @@ def test_peers_share_the_frame_and_zeros_keep_the_older() -> None:
     assert [(r["time"], repr(r["a0"]), repr(r["a1"]), r["n"]) for r in got] == [
         (3, "-1.0", "-1.0", 1), (5, "-0.0", "-1.0", 3), (5, "-0.0", "-1.0", 3),
         (9, "-0.0", "-0.0", 3)]
+
+
+def test_older_means_earlier_event_time_not_arrival() -> None:
+    # 0.0 arrives first but -0.0 is older in event time: the max keeps -0.0, as the
+    # per-key path does (the property test's oracle once folded in arrival order)
+    events = [("a", 2, 0.0), ("a", 1, -0.0)]
+    got = kernel(query(["max"], 5), events)
+    assert got is not None
+    assert [repr(r["a0"]) for r in got] == ["-0.0", "-0.0"]
+    same(got, per_key(query(["max"], 5), events))
 
 
 def test_huge_times_and_ranges() -> None:
