@@ -20,8 +20,8 @@ from adapters.query.specs import Query
 from spark_adapter._buckets import bucket_events
 from spark_adapter._packed import PACKED, make_packer, unpack_frames
 from spark_adapter._runtime import Plan, Typed
-
-BIG = 2**60 + 7  # not a double: pandas' float64 for a nullable long would round it
+from tests.spark import packed_phase
+from tests.spark.packed_phase import BIG
 
 
 def _batch() -> pa.RecordBatch:
@@ -82,57 +82,6 @@ def test_bucket_events_of_packed_frames_are_exact_and_ordered():
 # ----------------------------------------------------------------------------- restart
 #: The last commit whose streaming bucket layout sent JSON rows (the checkpoint's writer).
 JSON_ROWS_COMMIT = "5debdec"
-_START = 1_700_000_000_000
-
-
-def _rows(batch: int) -> list[dict[str, Any]]:
-    out = []
-    for i in range(30):
-        out.append({"key": f"k{(i * 7 + batch) % 4}", "ts": _START + batch * 600_000 + i * 17_000,
-                    "v": None if i % 11 == 3 else BIG + i * batch,
-                    "x": "NaN" if i % 9 == 4 else (None if i % 9 == 5 else i * 0.1 + batch),
-                    "o": (30 - i) if i % 13 else None})
-    if batch == 2:  # late: before the watermark
-        out.append({"key": "k1", "ts": _START, "v": 5, "x": 1.0, "o": 1})
-    return out
-
-
-def _write(src: str, batch: int) -> None:
-    os.makedirs(src, exist_ok=True)
-    path = os.path.join(src, f"b{batch}.json")
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r) + "\n" for r in _rows(batch))
-    os.utime(path, (1_000_000 + batch, 1_000_000 + batch))
-
-
-def run_phase(spark: Any, src: str, ckpt: str, out: str) -> None:
-    """One ``availableNow`` run of the test's query (also run by the old code, in a
-    subprocess: public API only)."""
-    from spark_adapter import over, sliding, sliding_aggregate
-
-    df = (spark.readStream.schema("key string, ts long, v long, x double, o int")
-          .option("maxFilesPerTrigger", 1).option("allowNonNumericNumbers", "true").json(src))
-    res = sliding_aggregate(
-        df, key="key", time="ts", window=[sliding("20 minutes", "5 minutes"), over("10 minutes")],
-        aggregations={"mx": {"fn": "max", "field": "v"}, "n": {"fn": "count"},
-                      "m": {"fn": "mean", "field": "x"}, "f": {"fn": "first", "field": "v"},
-                      "l": {"fn": "last", "field": "x"}},
-        watermark="1 minute", order_by="o", late_rows="include", key_buckets=4)
-    q = (res.writeStream.format("parquet").option("path", out)
-         .option("checkpointLocation", ckpt).outputMode("append")
-         .trigger(availableNow=True).start())
-    q.awaitTermination()
-    assert q.exception() is None
-
-
-def _old_phase(src: str, ckpt: str, out: str) -> None:  # pragma: no cover (subprocess)
-    import spark_adapter
-    from spark_adapter import local_session
-
-    print(spark_adapter.__file__)
-    spark = local_session("swag-old", shuffle_partitions=1)
-    run_phase(spark, src, ckpt, out)
-    spark.stop()
 
 
 def _old_tree(tmp: Path) -> Path:
@@ -154,26 +103,31 @@ def _result(spark: Any, out: str) -> list[str]:
                   for r in spark.read.parquet(out).collect())
 
 
+def _old_run(old: Path, tmp: Path, src: str, ckpt: str, out: str) -> None:
+    """One run of the query by the old code (its own Spark session, in a subprocess)."""
+    done = subprocess.run([sys.executable, packed_phase.__file__, src, ckpt, out],
+                          env=dict(os.environ, PYTHONPATH=str(old)), cwd=str(tmp),
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert str(old) in done.stdout  # the old code ran
+
+
 def test_a_json_rows_checkpoint_continues_under_the_packed_transport(spark, tmp_path):
     """Micro-batches 0-1 by the JSON-row code (``JSON_ROWS_COMMIT``), 2-4 by this code, from
-    the same checkpoint: the rows of one uninterrupted run by this code (late events, order_by,
-    nulls, NaN, longs beyond 2^53, an over window and a sliding one)."""
+    the same checkpoint: the rows of one uninterrupted run by this code, which are those of
+    one by the old code (late events, order_by with ties and nulls, null and NaN, longs
+    beyond 2^53, an over window and a sliding one)."""
     old = _old_tree(tmp_path)
     src, base = str(tmp_path / "in"), tmp_path
-    _write(src, 0)
-    _write(src, 1)
-    repo = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=f"{old}{os.pathsep}{repo}")
-    done = subprocess.run(
-        [sys.executable, "-c", "import sys; from tests.spark.test_packed import _old_phase; "
-         "_old_phase(*sys.argv[1:])", src, str(base / "ck"), str(base / "split")],
-        env=env, cwd=str(repo), capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert str(old) in done.stdout  # the old code wrote the checkpoint
+    packed_phase.write(src, 0)
+    packed_phase.write(src, 1)
+    _old_run(old, tmp_path, src, str(base / "ck"), str(base / "split"))
     for b in (2, 3, 4):
-        _write(src, b)
-    run_phase(spark, src, str(base / "ck"), str(base / "split"))
-    run_phase(spark, src, str(base / "ck_full"), str(base / "full"))
+        packed_phase.write(src, b)
+    packed_phase.run(spark, src, str(base / "ck"), str(base / "split"))
+    packed_phase.run(spark, src, str(base / "ck_full"), str(base / "full"))
+    _old_run(old, tmp_path, src, str(base / "ck_old"), str(base / "old"))
     split, full = _result(spark, str(base / "split")), _result(spark, str(base / "full"))
     assert any('"late": true' in r for r in full)
     assert split == full
+    assert _result(spark, str(base / "old")) == full
