@@ -131,3 +131,20 @@ def test_a_json_rows_checkpoint_continues_under_the_packed_transport(spark, tmp_
     assert any('"late": true' in r for r in full)
     assert split == full
     assert _result(spark, str(base / "old")) == full
+
+
+def test_large_var_types_pack_and_unpack(spark, tmp_path):
+    """With ``spark.sql.execution.arrow.useLargeVarTypes`` Spark's Arrow string and binary
+    types are the large ones: both ``mapInArrow`` stages follow it."""
+    key = "spark.sql.execution.arrow.useLargeVarTypes"
+    src = str(tmp_path / "in")
+    packed_phase.write(src, 0)
+    packed_phase.write(src, 1)
+    spark.conf.set(key, "true")
+    try:
+        packed_phase.run(spark, src, str(tmp_path / "ck_large"), str(tmp_path / "large"))
+    finally:
+        spark.conf.unset(key)
+    packed_phase.run(spark, src, str(tmp_path / "ck"), str(tmp_path / "plain"))
+    large = _result(spark, str(tmp_path / "large"))
+    assert large and large == _result(spark, str(tmp_path / "plain"))
