@@ -1,9 +1,10 @@
 """Streaming with many keys per Python call: the stateful grouping key is a *bucket*
-(``pmod(hash(key columns), buckets)``, column ``swag_b``) and the real keys travel inside
-its rows (``swag_k``, JSON text). One ``handleInputRows`` call hands the driver every key of
-its bucket that has events in the micro-batch (:meth:`adapters.WindowDriver.process_batch`)
-and advances the bucket's other due keys (:meth:`~adapters.WindowDriver.advance_keys`);
-one event-time timer per bucket (the earliest of its keys' timers).
+(``pmod(hash(key JSON text), buckets)``, column ``swag_b``) and the real keys travel inside
+its rows (``swag_k``, JSON text; the rows packed, :mod:`spark_adapter._packed`). One
+``handleInputRows`` call hands the driver every key of its bucket that has events in the
+micro-batch (:meth:`adapters.WindowDriver.process_batch`) and advances the bucket's other
+due keys (:meth:`~adapters.WindowDriver.advance_keys`); one event-time timer per bucket
+(the earliest of its keys' timers).
 
 Why: every state or timer call of a ``transformWithStateInPandas`` processor is a socket round trip
 to the JVM (milliseconds each, ``docs/spark.md``), and the one-key-per-call layout makes about
@@ -35,15 +36,18 @@ from adapters.state import LogEntry
 from adapters.state.buckets import Bucket, KeyRecord, decode_bucket, encode_bucket
 from adapters.state.segments import decode_segment, encode_segment, segment_range
 
+from ._packed import packed_frame, unpack_frames
 from ._runtime import (
     KEY_IN,
     ORDER_IN,
     TIME_IN,
     VALUE_IN,
     Plan,
+    arrow_schema,
+    arrow_table,
+    arrow_values,
     decode_key,
     driver_for,
-    json_values,
     order_key,
     pandas_frame,
     time_value,
@@ -170,31 +174,53 @@ class BucketKeyState:
 def bucket_events(plan: Plan, frames: Any, ids: dict[Hashable, bytes],
                   texts: dict[int, str]) -> list[tuple[Any, Any, Any]]:
     """``(key, time, value)`` events of a bucket's pandas frames, each key's in arrival
-    order (or ``swag_o`` order, nulls last); ``ids`` receives each key's id."""
+    order (or ``swag_o`` order, nulls last); ``ids`` receives each key's id. The frames are
+    packed (:mod:`spark_adapter._packed`) when the plan is typed, else pre-sliced JSON rows
+    (one per key and slice: the partials)."""
+    if plan.typed is not None:
+        table = unpack_frames(frames)
+        if table is None:
+            return []
+        return _events(_keys(plan, table.column(KEY_IN).to_pylist(), ids),
+                       table.column(TIME_IN).to_pylist(), arrow_values(plan, table, texts),
+                       table.column(ORDER_IN).to_pylist() if plan.has_order else None)
     keys: list[Any] = []
     times: list[Any] = []
     values: list[Any] = []
     orders: list[Any] = []
     dkeys: dict[str, Any] = {}
     for pdf in frames:
-        for kj in pdf[KEY_IN].tolist():
-            dk = dkeys.get(kj)
-            if dk is None:
-                dk = dkeys[kj] = decode_key(plan, kj)
-                ids[dk] = kj.encode()
-            keys.append(dk)
+        keys.extend(_keys(plan, pdf[KEY_IN].tolist(), ids, dkeys))
         ts = pdf[TIME_IN].tolist()
         ts = ts if plan.time_is_string else [time_value(t) for t in ts]
         times.extend(ts)
-        if plan.slices is None:
-            values.extend(json_values(plan, pdf[VALUE_IN].tolist(), texts))
-        else:  # one row per key and slice: the partials
-            values.extend(plan.slices.json_values(pdf[VALUE_IN].tolist(), ts,
-                                                  keys[len(values):]))
+        assert plan.slices is not None
+        values.extend(plan.slices.json_values(pdf[VALUE_IN].tolist(), ts, keys[len(values):]))
         if plan.has_order:
             orders.extend(pdf[ORDER_IN].tolist())
+    return _events(keys, times, values, orders if plan.has_order else None)
+
+
+def _keys(plan: Plan, texts: list[str], ids: dict[Hashable, bytes],
+          known: dict[str, Any] | None = None) -> list[Any]:
+    """The driver keys of key JSON ``texts`` (each distinct one decoded once, through
+    ``known``); ``ids`` receives each key's id."""
+    known = {} if known is None else known
+    keys = []
+    for kj in texts:
+        dk = known.get(kj)
+        if dk is None:
+            dk = known[kj] = decode_key(plan, kj)
+            ids[dk] = kj.encode()
+        keys.append(dk)
+    return keys
+
+
+def _events(keys: list[Any], times: list[Any], values: list[Any],
+            orders: list[Any] | None) -> list[tuple[Any, Any, Any]]:
+    """The events, in ``orders`` order if given (stable; nulls and NaN last)."""
     events = list(zip(keys, times, values))
-    if plan.has_order and events:
+    if orders is not None and events:
         idx = sorted(range(len(events)), key=lambda i: order_key(orders[i]))
         events = [events[i] for i in idx]
     return events
@@ -252,8 +278,10 @@ def _due_keys(plan: Plan, backend: BucketBackend, watermark: int) -> Iterator[An
 
 
 def bucket_frame(plan: Plan, backend: BucketBackend, out: Output,
-                 texts: dict[int, str] | None = None) -> Any:
-    """The output of a bucket's call as one pandas frame (``None`` if empty)."""
+                 texts: dict[int, str] | None = None, schema: Any = None) -> Any:
+    """The output of a bucket's call as one pandas frame (``None`` if empty): packed
+    (one row, :mod:`spark_adapter._packed`) of the Arrow ``schema`` when the plan is typed,
+    else JSON rows of :data:`~spark_adapter._runtime.WIDE_SCHEMA`."""
     parts: dict[Any, Output] = {}
     for row in out.rows:
         parts.setdefault(row["key"], Output()).rows.append(row)
@@ -269,7 +297,11 @@ def bucket_frame(plan: Plan, backend: BucketBackend, out: Output,
         else:
             for name, values in c.items():
                 cols[name].extend(values)
-    return None if cols is None else pandas_frame(cols)
+    if cols is None:
+        return None
+    if plan.typed is not None:
+        return packed_frame(arrow_table(plan, schema, cols))
+    return pandas_frame(cols)
 
 
 def make_bucket_processor(plan: Plan, buckets: int) -> Any:
@@ -288,6 +320,7 @@ def make_bucket_processor(plan: Plan, buckets: int) -> Any:
             self.meta = handle.getValueState(BMETA_STATE, BMETA_SCHEMA)
             self.log = handle.getListState(BLOG_STATE, BLOG_SCHEMA)
             self.driver = driver_for(self.plan)
+            self.schema = None if self.plan.typed is None else arrow_schema(self.plan)
 
         def _call(self, frames: Any, timer_values: Any, fired_at: int | None) -> Iterator[Any]:
             """One call for the bucket: its new events (``frames``), or the bucket's timer
@@ -304,7 +337,7 @@ def make_bucket_processor(plan: Plan, buckets: int) -> Any:
             out = run_bucket(self.plan, self.driver, backend, events, watermark)
             self._arm(backend)
             backend.flush()
-            frame = bucket_frame(self.plan, backend, out, texts)
+            frame = bucket_frame(self.plan, backend, out, texts, self.schema)
             if frame is not None:
                 yield frame
 

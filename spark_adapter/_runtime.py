@@ -8,8 +8,11 @@ Rows between Spark and Python (built by :mod:`spark_adapter.api`):
 * input: ``swag_t`` (event time: long ms, or the raw string for string time columns),
   optionally ``swag_o`` (the order-by column), and the key and value columns:
 
-  - streaming (pandas frames, :data:`WIDE_SCHEMA` out): ``swag_k`` (the key columns as JSON
-    text, also the grouping column) and ``swag_v`` (the value columns as JSON text);
+  - streaming, bucket layout: as in batch (:class:`Typed`), except that the keys are always
+    ``swag_k`` JSON text, packed per bucket into Arrow IPC rows and back
+    (:mod:`spark_adapter._packed`);
+  - streaming, per-key layout and pre-sliced (pandas frames, :data:`WIDE_SCHEMA` out):
+    ``swag_k`` (the key columns as JSON text) and ``swag_v`` (the value columns as JSON);
   - batch (Arrow tables, :func:`batch_schema` out; :class:`Typed` says which columns): the
     keys as typed columns ``swag_k0, swag_k1, ...`` (the grouping columns) if every key
     column has a scalar type, else ``swag_k`` as in streaming; each scalar value column as a
@@ -81,9 +84,9 @@ PAIRS_VALUE_SCHEMA = "pair binary"
 
 @dataclass(frozen=True)
 class Typed:
-    """Batch mode: the columns that travel as typed Arrow columns, each with its transport
-    type (:func:`spark_adapter._types.json_type`: timestamps as long microseconds, dates as
-    int days)."""
+    """Batch mode and packed streaming: the columns that travel as typed Arrow columns, each
+    with its transport type (:func:`spark_adapter._types.json_type`: timestamps as long
+    microseconds, dates as int days)."""
 
     #: the key columns' types (``swag_k<i>`` in, ``_swag_k<i>`` out), or ``None``: the keys
     #: travel as JSON text (``swag_k`` / ``_swag_k``)
@@ -116,7 +119,7 @@ class Plan:
     #: the aggregates that travel as JSON text (``_swag_aggs``), in order
     json_aggs: tuple[str, ...]
     has_order: bool
-    #: batch mode's typed columns; ``None`` in streaming
+    #: the typed columns (batch, and packed streaming); ``None``: JSON rows
     typed: Typed | None = None
     max_cached_keys: int | None = 100_000
     #: batch pre-slicing (:mod:`spark_adapter._presliced`): the input is one row per key and
@@ -258,11 +261,16 @@ def arrow_events(plan: Plan, table: Any,
     """Batch: ``(time, value)`` events from one key's Arrow table (:class:`Typed` columns),
     in arrival order (or ``swag_o`` order: a stable sort, nulls and NaN last). ``texts`` as
     in :func:`decode_events` (the texts of the JSON value columns)."""
-    typed = plan.typed
-    assert typed is not None
     if plan.has_order and table.num_rows > 1:
         table = table.sort_by([(ORDER_IN, "ascending")])  # stable; nulls last
-    times = table.column(TIME_IN).to_pylist()
+    return list(zip(table.column(TIME_IN).to_pylist(), arrow_values(plan, table, texts)))
+
+
+def arrow_values(plan: Plan, table: Any, texts: dict[int, str] | None = None) -> list[Any]:
+    """The event values (dicts) of an Arrow table's :class:`Typed` value columns and JSON
+    value column; ``texts`` as in :func:`decode_events`."""
+    typed = plan.typed
+    assert typed is not None
     names = [name for name, _ in typed.values]
     columns = [table.column(f"{VALUE_IN}{i}").to_pylist() for i in range(len(names))]
     if plan.json_values:
@@ -275,8 +283,8 @@ def arrow_events(plan: Plan, table: Any,
     elif names:
         values = [dict(zip(names, row)) for row in zip(*columns)]
     else:  # no value column is read (e.g. only count)
-        values = [{} for _ in times]
-    return list(zip(times, values))
+        values = [{} for _ in range(table.num_rows)]
+    return values
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -411,6 +419,15 @@ def batch_schema(plan: Plan) -> StructType:
     if plan.json_aggs:
         fields.append(StructField(AGGS_OUT, StringType()))
     return StructType(fields)
+
+
+def arrow_schema(plan: Plan) -> Any:
+    """The Arrow form of :func:`batch_schema` (Spark's string and binary types)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    assert plan.typed is not None
+    return to_arrow_schema(batch_schema(plan), timezone="UTC",
+                           prefers_large_types=plan.typed.large_var_types)
 
 
 def _column_meaning(plan: Plan, column: str) -> str:
@@ -641,12 +658,9 @@ def _gc_paused() -> Iterator[None]:
 def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
     """The ``applyInArrow`` function ``(key, table) -> table``: one key's whole input (its
     events, or its slices when ``plan.slices`` is set), released at end of input."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     typed = plan.typed
     assert typed is not None
-    schema = to_arrow_schema(batch_schema(plan), timezone="UTC",
-                             prefers_large_types=typed.large_var_types)
+    schema = arrow_schema(plan)
     empty = schema.empty_table()
     single_key = len(plan.key_names) == 1
     # per-event windows of the commonest outputs: NumPy over the key's Arrow columns

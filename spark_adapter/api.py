@@ -39,6 +39,7 @@ from adapters.query.windows import (
 
 from . import _types as T
 from ._buckets import BUCKET_IN, make_bucket_processor
+from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer, make_unpacker
 from ._presliced import SlicePlan, slice_plan
 from ._runtime import (
     AGGS_OUT,
@@ -115,18 +116,25 @@ def _json_struct(cols: Sequence[str], types: Mapping[str, DataType]) -> Column:
 def _typed(df: DataFrame, key_names: Sequence[str], columns: Mapping[str, DataType],
            value_types: Mapping[str, DataType], agg_types: Mapping[str, DataType],
            encoders: Mapping[str, Any]) -> Typed:
-    """Batch mode: which key, value and aggregate columns travel as typed Arrow columns
-    (every one of a scalar type; aggregates needing an encoder stay JSON)."""
+    """Which key, value and aggregate columns travel as typed Arrow columns (every one of a
+    scalar type; aggregates needing an encoder stay JSON): batch mode, and the packed
+    streaming transport (:mod:`spark_adapter._packed`), whose keys stay JSON text (a key's
+    identity in the state and its bucket's hash)."""
     keys = None
-    if all(T.is_native(columns[k]) for k in key_names):
+    if not df.isStreaming and all(T.is_native(columns[k]) for k in key_names):
         keys = tuple(T.json_type(columns[k], k) for k in key_names)
-    large = df.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")
     return Typed(
         keys=keys,
         values=tuple((c, T.json_type(t, c)) for c, t in value_types.items() if T.is_native(t)),
         aggs=tuple((n, T.json_type(t, n)) for n, t in agg_types.items()
                    if T.is_native(t) and n not in encoders),
-        large_var_types=str(large).lower() == "true")
+        large_var_types=_large_var_types(df))
+
+
+def _large_var_types(df: DataFrame) -> bool:
+    """Whether Spark's Arrow string and binary types are the large ones."""
+    large = df.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")
+    return str(large).lower() == "true"
 
 
 def _input_columns(plan: Plan, columns: Mapping[str, DataType], time_col: Column,
@@ -410,7 +418,8 @@ def sliding_aggregate(
                         None if algorithm in (None, "auto") else algorithm, nulls, layout)
     blocked = _stream_block(df.isStreaming, watermark, query, late_rows, key_buckets)
     call = _plan_call(df, query, columns, key_names, time, time_type, aggregations,
-                      output_types, late_rows, order_by, max_cached_keys, presliced, blocked)
+                      output_types, late_rows, order_by, max_cached_keys, presliced, blocked,
+                      key_buckets)
     single = single and late_rows != "include"
     _check_output_names(call, columns, key_names, single)
     wide = _run(df, call, time, time_type, watermark, order_by, key_buckets)
@@ -466,8 +475,11 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
                key_names: tuple[str, ...], time: str, time_type: DataType,
                aggregations: Mapping[str, Any], output_types: Mapping[str, Any] | None,
                late_rows: str, order_by: str | None, max_cached_keys: int | None,
-               presliced: bool | None, blocked: str | None) -> _Call:
-    """The workers' :class:`Plan`: which columns travel how, the output types, slicing."""
+               presliced: bool | None, blocked: str | None,
+               key_buckets: int | None) -> _Call:
+    """The workers' :class:`Plan`: which columns travel how, the output types, slicing.
+    Typed columns (:class:`Typed`): batch, and the streaming bucket layout's packed
+    transport; the per-key layout and pre-sliced streaming keep JSON rows."""
     event_names, value_names = _value_columns(query, columns, key_names, time, late_rows)
     value_types = {c: columns[c] for c in value_names}
     out_types = dict(output_types or {})
@@ -479,8 +491,12 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
         enc = T.aggregate_encoder(a, agg_types[a.name])
         if enc is not None:
             encoders[a.name] = enc
-    typed = None if df.isStreaming else _typed(df, key_names, columns, value_types, agg_types,
-                                               encoders)
+    typed = _typed(df, key_names, columns, value_types, agg_types, encoders)
+    time_col, time_is_string = _time_ms(F.col(time), time_type, time)
+    slices = _slices(presliced, query, columns, key_names, value_types,
+                     None if df.isStreaming else typed, time_is_string, blocked)
+    if df.isStreaming and (key_buckets is None or slices is not None):
+        typed = None
     typed_values = dict(typed.values) if typed is not None else {}
     typed_aggs = dict(typed.aggs) if typed is not None else {}
     json_values = tuple(c for c in value_names if c not in typed_values)
@@ -489,9 +505,6 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
                              for c in json_values])
     agg_json = StructType([StructField(n, T.json_type(agg_types[n], n, output=True), True)
                            for n in json_aggs])
-    time_col, time_is_string = _time_ms(F.col(time), time_type, time)
-    slices = _slices(presliced, query, columns, key_names, value_types, typed,
-                     time_is_string, blocked)
     plan = Plan(query=query, key_names=key_names,
                 time_name=time, time_is_string=time_is_string,
                 value_fixer=T.json_fixer(value_json), agg_encoders=encoders,
@@ -546,11 +559,15 @@ def _run(df: DataFrame, call: _Call, time: str, time_type: DataType, watermark: 
     else:
         prepared_cols, group_cols = _input_columns(plan, columns, call.time_col, order_by)
         prepared = source.select(*prepared_cols)
+    packed = df.isStreaming and plan.typed is not None
     if df.isStreaming and key_buckets is not None:
         # the bucket of a key: a hash of its JSON text, the key's identity in the state
         prepared = prepared.withColumn(
             BUCKET_IN, F.pmod(F.hash(F.col(KEY_IN)), F.lit(key_buckets)))
         group_cols = [BUCKET_IN]
+        if packed:  # one row per bucket and Arrow batch (spark_adapter._packed)
+            prepared = prepared.mapInArrow(make_packer(BUCKET_IN, _large_var_types(df)),
+                                           PACKED_IN_SCHEMA)
     elif plan.slices is not None:
         prepared = plan.slices.frame(prepared, group_cols, order_by is not None)
     grouped = prepared.groupBy(*group_cols)
@@ -558,9 +575,11 @@ def _run(df: DataFrame, call: _Call, time: str, time_type: DataType, watermark: 
         return grouped.applyInArrow(make_batch_function(plan), batch_schema(plan))
     processor = (make_processor(plan) if key_buckets is None
                  else make_bucket_processor(plan, key_buckets))
-    return grouped.transformWithStateInPandas(
-        statefulProcessor=processor, outputStructType=WIDE_SCHEMA,
+    wide = grouped.transformWithStateInPandas(
+        statefulProcessor=processor,
+        outputStructType=PACKED_OUT_SCHEMA if packed else WIDE_SCHEMA,
         outputMode="Append", timeMode="EventTime")
+    return wide.mapInArrow(make_unpacker(), batch_schema(plan)) if packed else wide
 
 
 def _sliced_stream(source: DataFrame, plan: Plan, slices: SlicePlan,

@@ -1,0 +1,150 @@
+"""The packed streaming transport (``spark_adapter._packed``): exact types through the packing
+and the bucket processor's decoding, and a checkpoint written by the JSON-row transport
+continued by the packed one."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.types import DoubleType, LongType
+
+from adapters.query.specs import Query
+from spark_adapter._buckets import bucket_events
+from spark_adapter._packed import PACKED, make_packer, unpack_frames
+from spark_adapter._runtime import Plan, Typed
+from tests.spark import packed_phase
+from tests.spark.packed_phase import BIG
+
+
+def _batch() -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({
+        "swag_t": pa.array([5, 3, None, 4, 2, 9], pa.int64()),
+        "swag_k": ['{"k":"a"}', '{"k":"b"}', '{"k":"a"}', '{"k":"a"}', '{"k":"b"}',
+                   '{"k":"a"}'],
+        "swag_v0": pa.array([BIG, None, 1, BIG + 1, -BIG, 2], pa.int64()),
+        "swag_v1": pa.array([math.nan, None, 0.5, -0.0, 1.0, math.inf], pa.float64()),
+        "swag_o": pa.array([2.0, 1.0, None, math.nan, 0.0, 1.0], pa.float64()),
+        "swag_b": pa.array([1, 0, 1, 1, 0, 1], pa.int32()),
+    })
+
+
+def _plan(has_order: bool) -> Plan:
+    query = Query.build([{"kind": "sliding", "range": 10, "slide": 10}],
+                        {"n": {"fn": "count"}}, 0, None, "skip")
+    typed = Typed(keys=None, values=(("v", LongType()), ("x", DoubleType())), aggs=())
+    return Plan(query=query, key_names=("k",), time_name="t", time_is_string=False,
+                value_fixer=None, agg_encoders={}, json_values=(), json_aggs=(),
+                has_order=has_order, typed=typed)
+
+
+def _packed_frames() -> list[Any]:
+    import pandas as pd
+
+    packed = list(make_packer("swag_b", False)(iter([_batch()])))
+    return [pd.DataFrame({"swag_b": b.column(0).to_pylist(),
+                          PACKED: b.column(1).to_pylist()}) for b in packed]
+
+
+def test_packing_keeps_each_buckets_rows_in_order_with_their_types():
+    (out,) = list(make_packer("swag_b", False)(iter([_batch()])))
+    assert out.schema.names == ["swag_b", PACKED]
+    assert out.column(0).to_pylist() == [0, 1]
+    table = unpack_frames(_packed_frames())
+    assert table.column("swag_v0").to_pylist() == [None, -BIG, BIG, 1, BIG + 1, 2]
+    assert table.column("swag_v0").type == pa.int64()
+    xs = table.column("swag_v1").to_pylist()
+    assert xs[0] is None and xs[1] == 1.0 and math.isnan(xs[2])
+    assert math.copysign(1.0, xs[4]) == -1.0  # -0.0 stays negative
+    assert "swag_b" not in table.schema.names
+
+
+def test_bucket_events_of_packed_frames_are_exact_and_ordered():
+    ids: dict[Any, bytes] = {}
+    events = bucket_events(_plan(False), _packed_frames(), ids, {})
+    assert [(k, t) for k, t, _ in events] == [("b", 3), ("b", 2), ("a", 5), ("a", None),
+                                              ("a", 4), ("a", 9)]
+    assert events[2][2]["v"] == BIG and math.isnan(events[2][2]["x"])
+    assert events[0][2] == {"v": None, "x": None}
+    assert ids == {"a": b'{"k":"a"}', "b": b'{"k":"b"}'}
+    # order_by: stable, null and NaN tie last (as the JSON rows' order_key)
+    ordered = bucket_events(_plan(True), _packed_frames(), {}, {})
+    assert [t for _, t, _ in ordered] == [2, 3, 9, 5, None, 4]
+
+
+# ----------------------------------------------------------------------------- restart
+#: The last commit whose streaming bucket layout sent JSON rows (the checkpoint's writer).
+JSON_ROWS_COMMIT = "5debdec"
+
+
+def _old_tree(tmp: Path) -> Path:
+    repo = Path(__file__).resolve().parents[2]
+    old = tmp / "old"
+    old.mkdir()
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(repo), "archive", JSON_ROWS_COMMIT, "spark_adapter", "adapters",
+             "swag_core"], check=True, capture_output=True).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"commit {JSON_ROWS_COMMIT} not available: {exc}")
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+    return old
+
+
+def _result(spark: Any, out: str) -> list[str]:
+    return sorted(json.dumps(r.asDict(recursive=True), default=str, sort_keys=True)
+                  for r in spark.read.parquet(out).collect())
+
+
+def _old_run(old: Path, tmp: Path, src: str, ckpt: str, out: str) -> None:
+    """One run of the query by the old code (its own Spark session, in a subprocess)."""
+    done = subprocess.run([sys.executable, packed_phase.__file__, src, ckpt, out],
+                          env=dict(os.environ, PYTHONPATH=str(old)), cwd=str(tmp),
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert str(old) in done.stdout  # the old code ran
+
+
+def test_a_json_rows_checkpoint_continues_under_the_packed_transport(spark, tmp_path):
+    """Micro-batches 0-1 by the JSON-row code (``JSON_ROWS_COMMIT``), 2-4 by this code, from
+    the same checkpoint: the rows of one uninterrupted run by this code, which are those of
+    one by the old code (late events, order_by with ties and nulls, null and NaN, longs
+    beyond 2^53, an over window and a sliding one)."""
+    old = _old_tree(tmp_path)
+    src, base = str(tmp_path / "in"), tmp_path
+    packed_phase.write(src, 0)
+    packed_phase.write(src, 1)
+    _old_run(old, tmp_path, src, str(base / "ck"), str(base / "split"))
+    for b in (2, 3, 4):
+        packed_phase.write(src, b)
+    packed_phase.run(spark, src, str(base / "ck"), str(base / "split"))
+    packed_phase.run(spark, src, str(base / "ck_full"), str(base / "full"))
+    _old_run(old, tmp_path, src, str(base / "ck_old"), str(base / "old"))
+    split, full = _result(spark, str(base / "split")), _result(spark, str(base / "full"))
+    assert any('"late": true' in r for r in full)
+    assert split == full
+    assert _result(spark, str(base / "old")) == full
+
+
+def test_large_var_types_pack_and_unpack(spark, tmp_path):
+    """With ``spark.sql.execution.arrow.useLargeVarTypes`` Spark's Arrow string and binary
+    types are the large ones: both ``mapInArrow`` stages follow it."""
+    key = "spark.sql.execution.arrow.useLargeVarTypes"
+    src = str(tmp_path / "in")
+    packed_phase.write(src, 0)
+    packed_phase.write(src, 1)
+    spark.conf.set(key, "true")
+    try:
+        packed_phase.run(spark, src, str(tmp_path / "ck_large"), str(tmp_path / "large"))
+    finally:
+        spark.conf.unset(key)
+    packed_phase.run(spark, src, str(tmp_path / "ck"), str(tmp_path / "plain"))
+    large = _result(spark, str(tmp_path / "large"))
+    assert large and large == _result(spark, str(tmp_path / "plain"))
