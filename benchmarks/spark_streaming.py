@@ -365,10 +365,16 @@ def _where_time_goes(results: list[dict[str, Any]]) -> list[str]:
     return [f"Where the time goes at k <= 6 (CPU seconds of the main table): Spark's own query "
             f"costs {span(native)} (one stateful aggregation, about the floor of any streaming "
             f"query over this source), swag's default path {span(swag)}, of which the JVM "
-            f"{span([r['swag_cpu_jvm_s'] for r in small])} (reading, the JSON of each event's "
-            f"fields, the shuffle, Arrow, state commits) and the Python workers "
-            f"{span([r['swag_cpu_python_s'] for r in small])}: no change inside the Python "
-            f"side alone brings k = 1 to 1x.\n"]
+            f"{span([r['swag_cpu_jvm_s'] for r in small])} (reading, the key's JSON text, "
+            f"the shuffle, Arrow to and from the packing and operator workers, state "
+            f"commits) and the Python workers {span([r['swag_cpu_python_s'] for r in small])}."
+            f" On the Python side the largest part is rebuilding keys: Spark hands a bucket's "
+            f"task to either of the two Python workers, and a worker whose cached structures "
+            f"are stale replays each key of the bucket from its event log (at k = 1 up to an "
+            f"hour of events per key); on one core (one worker) the driver's share halved "
+            f"(`docs/spark.md`, \"Performance against Spark's own windows\"). A snapshot "
+            f"of each key's slices in state, or a replay through the NumPy kernels, is the "
+            f"next lever.\n"]
 
 
 def _run_line(payload: dict[str, Any], name: str, args: str) -> str:
@@ -406,6 +412,13 @@ def _other_runs() -> list[str]:
                          [["key buckets (`key_buckets=16`, default)", *_layout_cells(buckets)],
                           ["per key (`key_buckets=None`)", *_layout_cells(per_key)]]),
             "Wall time swings with the load; the CPU columns do not.\n"]
+    before = load("spark_streaming_json_rows")
+    if before:
+        lines += ["Before this session's changes (the JSON-row transport, and count + max "
+                  "outside the NumPy cross-key runtime), same benchmark and size " +
+                  _run_line(before, "spark_streaming_json_rows", "--events 1000000 --files 100 "
+                            "--slides 1h,10s") + ":\n",
+                  table(before["results"])]
     head = load("spark_streaming_head")
     if head:
         lines += ["The default path against Spark's own windows on an idle machine " +
