@@ -593,7 +593,6 @@ def measure_multi(n: int = EVENTS, *, keys: int = KEYS, hours: float = SPAN_HOUR
             rows: list[dict[str, Any]] = []
             info: dict[str, Any] = {}
             for _ in range(repeats):
-                del rows
                 wall, cpu, rows, info = timed(run_swag, full, query)
                 times.append((wall, cpu))
             wall, cpu = _medians(times)
@@ -607,8 +606,6 @@ def measure_multi(n: int = EVENTS, *, keys: int = KEYS, hours: float = SPAN_HOUR
                                       full, query)
                 cell["per_key_equal"] = _same_rows(rows, want)
                 del want
-            del rows
-            rows = []
             cells.append(cell)
             say(f"  k={k:<3} {label:15} {cell['swag_eps']:9.0f} ev/s wall, "
                 f"{cell['swag_cpu_eps']:9.0f} ev/s CPU ({full.events} ev; cross-key runtime: "
