@@ -2,9 +2,10 @@
 :meth:`~adapters.WindowDriver.advance_keys` for the commonest query, with the per-event and
 per-window work done once per call in NumPy over all keys instead of per key in Python.
 
-What it covers: one sliding or tumbling window spec; one output that is ``max``, ``min``,
-``sum`` or ``mean`` of a field (a kernel, :mod:`adapters.driver.kernels`); at most
-:data:`MAX_SLICES` slices per window; no forced algorithm; batches the
+What it covers: one sliding or tumbling window spec; one or more outputs, each ``count`` of
+events or ``max``, ``min``, ``sum`` or ``mean`` of the field (kernels,
+:mod:`adapters.driver.kernels`), all fields the same one and at least one output reading it;
+at most :data:`MAX_SLICES` slices per window; no forced algorithm; batches the
 columnar intake takes (:meth:`adapters.crosskey.columnar.ColumnarIntake.read`: ``(key, int time,
 {field: finite float})``, at least ``MIN_BATCH`` events); states that keep their event log.
 Anything else takes the per-key path, which is also the reference the tests compare with.
@@ -17,18 +18,24 @@ assignment pays at one window per event (``docs/benchmarks.md``). Here, per call
 * pending events of every key wait in three arrays sorted by (key id, time, arrival); late
   events, the release (``time < watermark - allowed lateness``) and the grouping of the
   released events into (key, slice) runs are array operations;
-* each run becomes a slice partial: ``max``/``min`` with ``numpy`` (a zero is refolded in
-  Python, so that of ``0.0`` and ``-0.0`` the older one wins, as with ``max``), ``sum`` and
-  ``mean`` with the kernel's fold (the exact partial of :mod:`swag_core.exact`, a Python
-  ``int``, held in an object array); a key's open slice (the one the boundary is inside)
-  continues with the kernel's fold;
+* each run becomes a slice partial, one array per kind of output (:class:`_Comp`, shared by
+  outputs of one kind: ``sum`` and ``mean`` share the exact sum): ``count`` the run's length
+  (int64), ``max``/``min`` with ``numpy`` (a zero is refolded in Python, so that of ``0.0``
+  and ``-0.0`` the older one wins, as with ``max``), ``sum`` and ``mean`` with the kernel's
+  fold (the exact partial of :mod:`swag_core.exact`, a Python ``int``, held in an object
+  array); a key's open slice (the one the boundary is inside) continues with the kernels'
+  folds. The per-key path's partial of a slice is the output's partial, or for several
+  outputs the tuple of them (:func:`swag_core.aggregation.product`): :meth:`BatchRuntime._join`
+  and :meth:`BatchRuntime._split` convert, so state moves between the paths unchanged;
 * closed slices of every key are arrays sorted by (key id, slice start): general stream
   slicing (:mod:`adapters.driver.time_lane`, Traub et al., EDBT 2019). A due window ``[e - range,
   e)`` is the reduction of its at most ``MAX_SLICES`` slices, all windows of the call in one
   ``ufunc.reduceat``: recalculation over slices, in C, which costs less than a
   ``swag_core`` structure's per-slice interpreter overhead while windows hold few slices.
-  Window sums add exact int partials (``np.add`` on Python ints), so NumPy's order changes
-  nothing: the rows equal the per-key path's bit for bit.
+  Window sums add exact int partials (``np.add`` on Python ints) and counts add int64, so
+  NumPy's order changes nothing; each array is reduced once for all windows, then the
+  lane's ``lower`` (a dict of every output for several) gives the row values: the rows
+  equal the per-key path's bit for bit.
 
 Everything else about a key goes through the driver's
 :class:`~adapters.driver.key_store.KeyStore`, the seam both paths share: loading (a key this
@@ -45,6 +52,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from typing import Any, NamedTuple
@@ -197,30 +205,73 @@ class _Step:
         self.need_of: dict[int | float, int | float] = {}  # keys of a call mostly share B
 
 
+class _Comp(NamedTuple):
+    """One partial array of the closed slices (a column after ids and starts): the slice
+    partial of one kind of output, shared by the outputs of that kind (``sum`` and ``mean``
+    share the exact sum; the same fn twice shares it too)."""
+
+    #: ``"count"`` (int64: events per slice), ``"select"`` (float64: max / min) or
+    #: ``"exact"`` (object: the exact int partial of :mod:`swag_core.exact`)
+    kind: str
+    #: the NumPy dtype of the array and the Python type of the partial in the per-key path
+    dtype: Any
+    part_type: type
+    #: ``np.maximum`` / ``np.minimum`` (select), ``np.add`` (count), ``None`` (exact)
+    ufunc: Any
+    #: the output's kernel fold and fold_onto (:class:`~adapters.driver.kernels.Kernel`)
+    fold: Any
+    fold_onto: Any
+
+
+def _comp_key(fn: str) -> str:
+    return "exact" if fn in ("sum", "mean") else fn
+
+
 class BatchRuntime:
     """See the module docstring. Build it with :meth:`for_query` (``None``: not covered)."""
 
     def __init__(self, store: KeyStore, intake: ColumnarIntake, lane: TimeLane,
-                 fn: str, kernel: Kernel | None = None) -> None:
-        if kernel is None:
+                 fns: Sequence[str], kernels: Sequence[Kernel] | None = None) -> None:
+        if kernels is None:
             assert lane.kernels is not None
-            kernel = lane.kernels[0]
+            kernels = lane.kernels
         self._store = store
         self._intake = intake
         self._field = intake.field
         self._lane = lane
-        self._fn = fn
-        self._fold, self._fold_onto = kernel.fold, kernel.fold_onto
-        #: the ufunc of a selective fn (``None`` for sum / mean, whose partials are exact
-        #: ints in an object array)
-        self._select = {"max": np.maximum, "min": np.minimum}.get(fn)
-        self._part_type = np.float64 if self._select is not None else object
+        #: the partial arrays (:class:`_Comp`) and, per output, the index of its array
+        self._comps: list[_Comp] = []
+        self._of: list[int] = []
+        keys: dict[str, int] = {}
+        for fn, kernel in zip(fns, kernels, strict=True):
+            c = keys.get(_comp_key(fn))
+            if c is None:
+                c = keys[_comp_key(fn)] = len(self._comps)
+                self._comps.append(_Comp(
+                    "count", np.int64, int, np.add, kernel.fold, kernel.fold_onto)
+                    if fn == "count" else _Comp(
+                    "select", np.float64, float, np.maximum if fn == "max" else np.minimum,
+                    kernel.fold, kernel.fold_onto)
+                    if fn in ("max", "min") else _Comp(
+                    "exact", object, int, None, kernel.fold, kernel.fold_onto))
+            self._of.append(c)
+        #: per array: the first output that reads it (a partial's component)
+        self._first = [self._of.index(c) for c in range(len(self._comps))]
+        #: one output: the partial is its own (rows get row[out] = value); several: a tuple
+        #: of one partial per output (rows get row.update(lowered dict)), as the per-key path
+        self._single = len(self._of) == 1
+        #: per output: whether it reads the field (else a count of events); the pending
+        #: records of several outputs hold a tuple of one raw value per output
+        self._reads = [k.field is not None for k in kernels]
+        self._vi = self._reads.index(True)
         self._g, self._base = lane.width, lane.base
         if lane.single:
             _, self._idx, self._r, self._s, self._e0 = lane.sliding[0]
-        assert lane.out is not None  # one output: rows get row[out] = value
-        self._out: str = lane.out
+        assert (lane.out is not None) == self._single
+        self._out = lane.out
         self._lower = lane.aggregation.lower_fn
+        #: one max / min output: its results are its partials (no lowering)
+        self._raw_results = self._single and self._comps[0].kind == "select"
         self._lateness = store.lateness
         #: the cached keys, least recently used first (bounded by ``store.max_cached``
         #: after each call)
@@ -235,8 +286,8 @@ class BatchRuntime:
         i64, f64 = np.zeros(0, np.int64), np.zeros(0, np.float64)
         # pending events of every key, sorted by (key id, time, arrival): (ids, times, values)
         self._pending: tuple[Any, ...] = (i64, i64, f64)
-        # closed slices, sorted by (key id, start): (ids, starts, partials)
-        self._closed: tuple[Any, ...] = (i64, i64, np.zeros(0, self._part_type))
+        # closed slices, sorted by (key id, start): (ids, starts, *partial arrays)
+        self._closed: tuple[Any, ...] = (i64, i64, *[np.zeros(0, c.dtype) for c in self._comps])
 
     @classmethod
     def for_query(cls, store: KeyStore, intake: ColumnarIntake,
@@ -246,19 +297,25 @@ class BatchRuntime:
         it does not cover it."""
         lanes = store.lanes
         if (np is None or forced is not None or len(lanes) != 1
-                or not isinstance(lanes[0], TimeLane) or len(aggregations) != 1):
+                or not isinstance(lanes[0], TimeLane)):
             return None
         lane = lanes[0]
         kernels = lane.kernels
-        if not lane.single or kernels is None or len(kernels) != 1 or kernels[0].field is None:
+        if not lane.single or kernels is None or len(kernels) != len(aggregations):
             return None
-        fn = aggregations[0].fn
-        if fn not in _FNS or lane.sliding[0][2] // lane.width > MAX_SLICES:
+        fns = [a.fn or "" for a in aggregations]
+        for fn, kernel in zip(fns, kernels):
+            # count of events reads no field; the others read the intake's one field
+            if not ((fn == "count" and kernel.field is None)
+                    or (fn in _FNS and kernel.field == intake.field)):
+                return None
+        if ("count" in fns and len(fns) == 1) or lane.sliding[0][2] // lane.width > MAX_SLICES:
             return None
         probe = object()
-        if fn in ("max", "min") and lane.aggregation.lower_fn(probe) is not probe:
-            return None  # max and min results are their partials
-        return cls(store, intake, lane, fn)
+        if len(fns) == 1 and fns[0] in ("max", "min") and \
+                lane.aggregation.lower_fn(probe) is not probe:
+            return None  # one max or min output: results are its partials
+        return cls(store, intake, lane, fns)
 
     # ------------------------------------------------------------------ cache
     def drop(self, key: Hashable | None = None) -> None:
@@ -298,10 +355,34 @@ class BatchRuntime:
             self._drop_keys(list(itertools.islice(cached, len(cached) - bound)))
 
     def _components(self, part: Any) -> tuple[Any, ...]:
-        """A slice partial as the closed arrays' components, checked to fit them exactly."""
-        if type(part) is (float if self._select is not None else int):
-            return (part,)
-        raise _NotCovered  # e.g. int values of max/min the per-key path took: keep them
+        """A slice partial of the per-key path as one value per partial array, checked to fit
+        them exactly (:class:`_NotCovered` if not: e.g. int values of max / min the per-key
+        path took, or a ``None`` partial of a skipping output)."""
+        if self._single:
+            parts: Any = (part,)
+        elif type(part) is tuple and len(part) == len(self._of):
+            parts = part
+        else:
+            raise _NotCovered
+        comps: list[Any] = [None] * len(self._comps)
+        for j, (c, p) in enumerate(zip(self._of, parts)):
+            if type(p) is not self._comps[c].part_type:
+                raise _NotCovered
+            if self._first[c] != j:  # an array shared by outputs: the same partial
+                q = comps[c]
+                if p != q or (type(p) is float and math.copysign(1.0, p) !=
+                              math.copysign(1.0, q)):
+                    raise _NotCovered
+            comps[c] = p
+        return tuple(comps)
+
+    def _split(self, part: Any) -> list[Any]:
+        """A partial this runtime made as one value per partial array (unchecked)."""
+        return [part] if self._single else [part[j] for j in self._first]
+
+    def _join(self, comps: Sequence[Any]) -> Any:
+        """The per-key path's partial of one value per partial array."""
+        return comps[0] if self._single else tuple([comps[c] for c in self._of])
 
     def _key(self, key: Any, state: KeyState, reload: list[tuple[int, Any, Any]]) -> _Key:
         """The key's runtime, loaded from state if it is not cached or does not match the
@@ -362,9 +443,20 @@ class BatchRuntime:
         """The per-key runtime's pending events as ``(time, float value)`` sorted by (time,
         arrival); :class:`_NotCovered` if a value is not a float."""
         pending = sorted(rt.pending, key=lambda rec: rec[0])  # stable: (time, arrival)
-        if any(type(rec[1]) is not float for rec in pending):
-            raise _NotCovered  # e.g. NumPy floats the per-key path holds as they came
-        return pending
+        if self._single:
+            if any(type(rec[1]) is not float for rec in pending):
+                raise _NotCovered  # e.g. NumPy floats the per-key path holds as they came
+            return pending
+        # several outputs: a tuple of the field value (outputs that read it) or None (counts)
+        vi, reads = self._vi, self._reads
+        out = []
+        for t, raw in pending:
+            x = raw[vi]
+            if type(x) is not float or any(
+                    (y is not x) if r else (y is not None) for y, r in zip(raw, reads)):
+                raise _NotCovered  # e.g. a missing value (None) of a skipping output
+            out.append((t, x))
+        return out
 
     def _replace(self, reload: list[tuple[int, Any, Any]]) -> None:
         """Put the rows of reloaded keys in place of what the arrays held for them."""
@@ -620,49 +712,66 @@ class BatchRuntime:
         return entry
 
     # ------------------------------------------------------------------ slices
-    def _reduce(self, ufunc: Any, values: Any, lo: Any, hi: Any) -> Any:
+    def _reduce(self, ufunc: Any, values: Any, lo: Any, hi: Any, fold: Any = None) -> Any:
         """``ufunc.reduce(values[lo[j]:hi[j]])`` for every j (``hi > lo``), ranges in any
         order (``reduceat`` on interleaved bounds). For ``maximum``/``minimum`` a zero result
-        is refolded by the kernel, so that of ``0.0`` and ``-0.0`` the older wins, as the
-        per-key path's ``max`` does (``0.0 == -0.0``: NumPy may return either)."""
+        is refolded by the kernel's ``fold``, so that of ``0.0`` and ``-0.0`` the older wins,
+        as the per-key path's ``max`` does (``0.0 == -0.0``: NumPy may return either)."""
         bounds = np.empty(2 * len(lo), np.int64)
         bounds[0::2] = lo
         bounds[1::2] = hi
         out = ufunc.reduceat(np.append(values, values.dtype.type(0)), bounds)[0::2]
         if ufunc is not np.add:
             for j in np.flatnonzero(out == 0).tolist():
-                out[j] = self._fold(values[lo[j]:hi[j]].tolist(), int(hi[j] - lo[j]))
+                out[j] = fold(values[lo[j]:hi[j]].tolist(), int(hi[j] - lo[j]))
         return out
 
     def _run_partials(self, rx: Any, run_at: Any, run_end: Any, goes_on: Any) -> list[Any]:
-        """Slice partials of the runs ``rx[run_at[j]:run_end[j]]`` as component arrays;
-        sums of the runs that continue an open slice (``goes_on``) are left at 0 (the caller
-        folds them onto the open slice)."""
-        fn = self._fn
-        if fn in ("max", "min"):
-            return [self._reduce(self._select, rx, run_at, run_end)]
-        xs = rx.tolist()
-        fold = self._fold
-        parts = np.empty(len(run_at), object)
-        parts[:] = [0 if skip else fold(xs[a:e], e - a)
-                    for a, e, skip in zip(run_at.tolist(), run_end.tolist(), goes_on.tolist())]
-        return [parts]
+        """Slice partials of the runs ``rx[run_at[j]:run_end[j]]``, one array per
+        :class:`_Comp`; exact sums of the runs that continue an open slice (``goes_on``) are
+        left at 0 (the caller folds them onto the open slice)."""
+        arrays: list[Any] = []
+        xs: list[float] | None = None
+        for comp in self._comps:
+            if comp.kind == "count":
+                arrays.append(run_end - run_at)
+            elif comp.kind == "select":
+                arrays.append(self._reduce(comp.ufunc, rx, run_at, run_end, comp.fold))
+            else:
+                xs = rx.tolist() if xs is None else xs
+                fold = comp.fold
+                parts = np.empty(len(run_at), object)
+                parts[:] = [0 if skip else fold(xs[a:e], e - a) for a, e, skip in
+                            zip(run_at.tolist(), run_end.tolist(), goes_on.tolist())]
+                arrays.append(parts)
+        return arrays
 
     def _continue(self, acc: Any, runs: _Runs, j: int) -> Any:
-        """The open slice's partial ``acc`` folded on with run ``j``: for ``max``/``min``
-        the older operand of a tie is ``acc``, so combining with the run's partial is the
-        same left fold; sums add the run's exact partial."""
-        if self._fn in ("max", "min"):
-            part = float(runs.parts[0][j])
-            return self._fold_onto(acc, (part,), 1)
+        """The open slice's partial ``acc`` folded on with run ``j``, each array's kind by
+        its kernel: for ``max``/``min`` the older operand of a tie is ``acc``, so combining
+        with the run's partial is the same left fold; counts add the run's length; sums add
+        the run's exact partial."""
         a, e = int(runs.at[j]), int(runs.end[j])
-        return self._fold_onto(acc, runs.x[a:e].tolist(), e - a)
+        xs: list[float] | None = None
+        out = []
+        for comp, part, arr in zip(self._comps, self._split(acc), runs.parts):
+            if comp.kind == "select":
+                out.append(comp.fold_onto(part, (float(arr[j]),), 1))
+            elif comp.kind == "count":
+                out.append(comp.fold_onto(part, (), e - a))
+            else:
+                xs = runs.x[a:e].tolist() if xs is None else xs
+                out.append(comp.fold_onto(part, xs, e - a))
+        return self._join(out)
 
-    def _get_part(self, comps: list[Any], j: int) -> Any:
-        return float(comps[0][j]) if self._select is not None else comps[0][j]
+    def _get_part(self, arrays: list[Any], j: int) -> Any:
+        """The per-key path's partial of row ``j`` of the partial arrays."""
+        return self._join([arr[j] if comp.kind == "exact" else comp.part_type(arr[j])
+                           for comp, arr in zip(self._comps, arrays)])
 
-    def _set_part(self, comps: list[Any], j: int, part: Any) -> None:
-        comps[0][j] = part
+    def _set_part(self, arrays: list[Any], j: int, part: Any) -> None:
+        for arr, value in zip(arrays, self._split(part)):
+            arr[j] = value
 
     def _add_closed(self, runs: _Runs, closing: list[tuple[int, int, Any]]) -> None:
         """Add the runs that close and the open slices that closed to the closed arrays."""
@@ -671,9 +780,12 @@ class BatchRuntime:
             parts.append(_take((runs.ids, runs.starts, *runs.parts), runs.closes))
         if closing:
             ident, start, part = zip(*closing)
-            partials = np.empty(len(part), self._part_type)
-            partials[:] = part
-            parts.append((np.array(ident, np.int64), np.array(start, np.int64), partials))
+            arrays = []
+            for comp, values in zip(self._comps, zip(*map(self._split, part))):
+                arr = np.empty(len(part), comp.dtype)
+                arr[:] = values
+                arrays.append(arr)
+            parts.append((np.array(ident, np.int64), np.array(start, np.int64), *arrays))
         new = parts[0] if len(parts) == 1 else tuple(
             np.concatenate(pair) for pair in zip(*parts))
         if closing:  # in call order, not key order
@@ -758,26 +870,39 @@ class BatchRuntime:
             ends, pos_arr, w_lo, w_hi = ends[full], pos_arr[full], w_lo[full], w_hi[full]
         values = self._window_values(closed, w_lo, w_hi)
         idx, name = self._idx, self._out
-        rows.extend([{"window": idx, "key": keys[p], "start": e - r, "end": e, name: v}
-                     for p, e, v in zip(pos_arr.tolist(), ends.tolist(), values)])
+        if name is not None:
+            rows.extend([{"window": idx, "key": keys[p], "start": e - r, "end": e, name: v}
+                         for p, e, v in zip(pos_arr.tolist(), ends.tolist(), values)])
+        else:  # several outputs: the lowered dict of each window, as the per-key path
+            rows.extend([{"window": idx, "key": keys[p], "start": e - r, "end": e, **v}
+                         for p, e, v in zip(pos_arr.tolist(), ends.tolist(), values)])
 
     def _window_values(self, closed: tuple[Any, ...], lo: Any, hi: Any) -> list[Any]:
         """Lowered aggregates of the closed slices ``lo[j] .. hi[j] - 1``, all windows at
-        once (``hi > lo``)."""
-        if self._select is not None:
-            return self._reduce(self._select, closed[2], lo, hi).tolist()
-        parts = closed[2]
+        once (``hi > lo``): one reduction per partial array, then the lane's ``lower`` (a
+        dict of the outputs, for several)."""
+        per_comp = []
+        for comp, arr in zip(self._comps, closed[2:]):
+            if comp.kind == "select":
+                per_comp.append(self._reduce(comp.ufunc, arr, lo, hi, comp.fold).tolist())
+            else:
+                per_comp.append(self._sums(arr, lo, hi))
+        if self._raw_results:
+            return per_comp[0]
+        if self._single:
+            return list(map(self._lower, per_comp[0]))
+        return list(map(self._lower, zip(*[per_comp[c] for c in self._of])))
+
+    def _sums(self, parts: Any, lo: Any, hi: Any) -> list[int]:
+        """Sums of the counts (int64) or exact partials (Python ints) ``parts[lo[j]:hi[j]]``
+        as Python ints: exact either way, so NumPy's order changes nothing."""
         if int((hi - lo).sum()) > len(parts):
-            # Exact sums are invertible: a window is the difference of two prefix sums, one
-            # big-int addition per closed slice instead of one per slice of every window
-            # (the same ints: the partials are exact).
-            prefix = np.empty(len(parts) + 1, object)
-            prefix[0] = 0
+            # Sums are invertible: a window is the difference of two prefix sums, one
+            # addition per closed slice instead of one per slice of every window.
+            prefix = np.zeros(len(parts) + 1, parts.dtype)
             np.cumsum(parts, out=prefix[1:])
-            sums = (prefix[hi] - prefix[lo]).tolist()
-        else:
-            sums = self._reduce(np.add, parts, lo, hi).tolist()
-        return list(map(self._lower, sums))
+            return (prefix[hi] - prefix[lo]).tolist()
+        return self._reduce(np.add, parts, lo, hi).tolist()
 
     # ------------------------------------------------------------------ timers
     def _timers(self, keys: list[Any], ks: list[_Key], ids: Any,

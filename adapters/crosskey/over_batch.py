@@ -53,7 +53,10 @@ class OverBatchRuntime(BatchRuntime):
                  spec: AggSpec) -> None:
         kernel = kernel_for(spec)
         assert kernel is not None and spec.fn is not None
-        super().__init__(store, intake, lane, spec.fn, kernel)
+        super().__init__(store, intake, lane, [spec.fn], [kernel])
+        #: ``np.maximum`` / ``np.minimum`` for max / min, else ``None`` (exact sums)
+        comp = self._comps[0]
+        self._select = comp.ufunc if comp.kind == "select" else None
         (self._idx, window), = lane.specs
         assert isinstance(window, OverWindow)
         self._range = window.range
@@ -136,7 +139,7 @@ class OverBatchRuntime(BatchRuntime):
         closed = self._closed
         lo, hi = frames_at(closed[0], closed[1], rid, rtime, self._range)
         if self._select is not None:
-            values = range_extreme(self._fn == "max", closed[2], None, lo, hi)
+            values = range_extreme(self._select is np.maximum, closed[2], None, lo, hi)
         else:
             values = np.empty(len(lo), object)
             values[:] = self._window_values(closed, lo, hi)
@@ -147,6 +150,7 @@ class OverBatchRuntime(BatchRuntime):
         for i, key in enumerate(keys):  # (a slice assignment would unpack tuple keys)
             key_of[i] = key
         idx, name, field = self._idx, self._out, self._field
+        assert name is not None  # one output
         rows.extend([{"window": idx, "key": k, "time": t, "event": {field: x}, name: v}
                      for k, t, x, v in zip(key_of[pos_of[rid[order]]].tolist(),
                                            rtime[order].tolist(), rx[order].tolist(),
