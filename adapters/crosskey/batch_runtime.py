@@ -3,8 +3,9 @@
 per-window work done once per call in NumPy over all keys instead of per key in Python.
 
 What it covers: one sliding or tumbling window spec; one or more outputs, each ``count`` of
-events or ``max``, ``min``, ``sum`` or ``mean`` of the field (kernels,
-:mod:`adapters.driver.kernels`), all fields the same one and at least one output reading it;
+events or ``count`` (``nulls="skip"``), ``max``, ``min``, ``sum`` or ``mean`` of the field
+(kernels, :mod:`adapters.driver.kernels`), all fields the same one and at least one output
+reading it (a count of the field is the count of events here: the intake takes finite floats);
 at most :data:`MAX_SLICES` slices per window; no forced algorithm; batches the
 columnar intake takes (:meth:`adapters.crosskey.columnar.ColumnarIntake.read`: ``(key, int time,
 {field: finite float})``, at least ``MIN_BATCH`` events); states that keep their event log.
@@ -305,11 +306,13 @@ class BatchRuntime:
             return None
         fns = [a.fn or "" for a in aggregations]
         for fn, kernel in zip(fns, kernels):
-            # count of events reads no field; the others read the intake's one field
+            # count of events reads no field; the others (count of the field included) read
+            # the intake's one field
             if not ((fn == "count" and kernel.field is None)
-                    or (fn in _FNS and kernel.field == intake.field)):
+                    or ((fn in _FNS or fn == "count") and kernel.field == intake.field)):
                 return None
-        if ("count" in fns and len(fns) == 1) or lane.sliding[0][2] // lane.width > MAX_SLICES:
+        if all(k.field is None for k in kernels) or \
+                lane.sliding[0][2] // lane.width > MAX_SLICES:
             return None
         probe = object()
         if len(fns) == 1 and fns[0] in ("max", "min") and \

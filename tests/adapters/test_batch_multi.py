@@ -66,7 +66,8 @@ def fast_calls(request: pytest.FixtureRequest,
 
 
 #: (fn, field) of the outputs a query draws from
-OUTPUTS = [("count", None), ("max", FIELD), ("min", FIELD), ("sum", FIELD), ("mean", FIELD)]
+OUTPUTS = [("count", None), ("max", FIELD), ("min", FIELD), ("sum", FIELD), ("mean", FIELD),
+           ("count", FIELD)]
 NAMES = ["n", "hi", "lo", "total", "avg", FIELD, "x2", "count"]
 
 
@@ -79,11 +80,13 @@ def _aggs(outputs: list[tuple[str, str | None]], names: list[str]) -> dict[str, 
 def multi_queries(draw: Any) -> dict[str, Any]:
     query = draw(queries("max"))
     outputs = draw(st.lists(st.sampled_from(OUTPUTS), min_size=2, max_size=5))
-    if all(field is None for _, field in outputs):
+    if draw(st.booleans()):  # count of the field is rarer: it needs nulls="skip"
+        outputs = [o for o in outputs if o != ("count", FIELD)]
+    if all(field is None for _, field in outputs):  # at least one output reads the field
         outputs.append(draw(st.sampled_from(OUTPUTS[1:])))
     names = draw(st.permutations(NAMES))[:len(outputs)]
     query["aggregations"] = _aggs(outputs, names)
-    nulls = draw(st.sampled_from([None, "skip", "error"]))
+    nulls = draw(st.sampled_from([None, "skip", "skip", "error"]))
     if nulls is not None:
         query["nulls"] = nulls
     return query
@@ -121,8 +124,12 @@ class _NullScript(_Script):
 def _check(sc: Scenario, **options: Any) -> list[tuple[Any, ...]]:
     driver = WindowDriver(sc.query)
     # covered by the batch runtime, unless the slices are 1 ms wide (no kernels: the
-    # per-key structures hold lifted values; compared all the same)
-    assert driver.batch_runtime or driver.key_store.lanes[0].width == 1, sc.query
+    # per-key structures hold lifted values) or a count of the field counts NaN
+    # (nulls="error": no kernel); compared all the same
+    counts_nan = sc.query.get("nulls") == "error" and any(
+        a == {"fn": "count", "field": FIELD} for a in sc.query["aggregations"].values())
+    assert driver.batch_runtime == (driver.key_store.lanes[0].width > 1 and not counts_nan), \
+        sc.query
     return _lockstep(sc.query, _NullScript(sc).calls(), **options)
 
 
@@ -162,9 +169,10 @@ def test_several_outputs_with_a_bounded_key_cache(data: Any) -> None:
 MULTI = {
     "count+max": [("count", None), ("max", FIELD)],
     "count+mean+max": [("count", None), ("mean", FIELD), ("max", FIELD)],
-    "all five": OUTPUTS,
+    "all five": OUTPUTS[:5],
     "sum+mean, max twice": [("sum", FIELD), ("max", FIELD), ("mean", FIELD), ("max", FIELD)],
     "min+count": [("min", FIELD), ("count", None)],
+    "count of the field+sum": [("count", FIELD), ("sum", FIELD), ("count", None)],
 }
 
 
@@ -227,8 +235,10 @@ def test_the_batch_runtime_takes_over_per_key_state() -> None:
     assert list(rows[0][0]) == ["window", "key", "start", "end", "n", "avg", "hi"]
 
 
-@pytest.mark.parametrize("nulls", ["skip", "error"])
-def test_missing_values_take_the_per_key_path_then_batches_resume(nulls: str) -> None:
+@pytest.mark.parametrize(("outputs", "nulls"), [("all five", "skip"), ("all five", "error"),
+                                               ("count of the field+sum", "skip")])
+def test_missing_values_take_the_per_key_path_then_batches_resume(outputs: str,
+                                                                  nulls: str) -> None:
     """A batch with a missing value goes to the per-key path (accepted with ``skip``,
     refused with ``error``); a key whose pending events hold the missing value stays there
     while they are pending; later batches run in the batch runtime again."""
@@ -237,7 +247,7 @@ def test_missing_values_take_the_per_key_path_then_batches_resume(nulls: str) ->
     bad = _events(rnd, keys, 150, 0, 100)
     bad[77] = ("k2", 90, {FIELD: None})
     bad[78] = ("k1", 95, {FIELD: math.nan})
-    outcomes = _lockstep(_query("all five", "sliding k=4, lateness 5", nulls), [
+    outcomes = _lockstep(_query(outputs, "sliding k=4, lateness 5", nulls), [
         ("batch", _events(rnd, keys, 100, 0, 80), 30, "list"),
         ("batch", bad, 40, "list"),
         ("batch", _events(rnd, keys, 100, 40, 140), 60, "list"),
@@ -360,8 +370,50 @@ def test_which_queries_the_batch_runtime_covers() -> None:
     assert not covered({"m": {"fn": "max", **v}, "a": {"fn": "mean", **w}})  # two fields
     assert not covered({"m": {"fn": "max", **v}, "i": {"fn": "argmax", **v}})
     assert not covered({"m": {"fn": "max", **v}, "s": {"fn": "stddev", **v}})
-    assert not covered({"c": {"fn": "count", **v}, "m": {"fn": "max", **v}})  # no kernel
+    assert covered({"c": {"fn": "count", **v}, "m": {"fn": "max", **v}})
+    assert covered({"c": {"fn": "count", **v}})
+    # count of a field with nulls="error" counts NaN: the buffer's None cannot tell
+    assert not covered({"c": {"fn": "count", **v}, "m": {"fn": "max", **v}}, nulls="error")
     assert not covered({"n": {"fn": "count"}, "m": {"fn": "max", **v}},
                        {"kind": "sliding", "range": 10, "slide": 1})  # 1 ms slices
     assert not covered({"n": {"fn": "count"}, "m": {"fn": "max", **v}},
                        {"kind": "sliding", "range": 5000, "slide": 2})  # 2500 slices
+
+
+@pytest.mark.per_key_only  # checks the count-of-a-field kernel on both paths, not the runtime
+@settings(max_examples=60, deadline=None)
+@given(events=st.lists(st.tuples(
+    st.sampled_from(["a", "b"]), st.integers(0, 80),
+    st.one_of(st.none(), st.just(math.nan), st.floats(allow_nan=False), st.integers(-3, 3),
+              st.text(max_size=2), st.just("absent"), st.floats(-5.0, 5.0))),
+    min_size=1, max_size=150),
+    cut=st.integers(0, 150), batch=st.booleans())
+def test_count_of_a_field_counts_what_its_lift_counts(events: list[tuple[Any, int, Any]],
+                                                      cut: int, batch: bool) -> None:
+    """``count`` of a field with ``nulls="skip"`` (a kernel: the buffer holds ``None`` for a
+    missing value) against the same output folded with its lift and combine (no kernel
+    mode: the query also has an output on the whole event): missing values (``None``, NaN,
+    no field) are not counted, every other value is (strings, ints, infinities)."""
+    from swag_core.aggregations import Count
+
+    window = [{"kind": "sliding", "range": 20, "slide": 5}]
+    counts = {"c": {"fn": "count", "field": FIELD}, "n": {"fn": "count"}}
+    kernel = WindowDriver({"windows": window, "aggregations": counts})
+    lifted = WindowDriver({"windows": window, "aggregations": {**counts, "z": Count()}})
+    assert kernel.key_store.lanes[0].kernels is not None
+    assert lifted.key_store.lanes[0].kernels is None
+    triples = [(k, t, {} if x == "absent" else {FIELD: x}) for k, t, x in events]
+    rows: list[list[dict[str, Any]]] = []
+    for driver in (kernel, lifted):
+        backend = MemoryStateBackend()
+        got: list[dict[str, Any]] = []
+        for part, mark in ((triples[:cut], 30), (triples[cut:], END_OF_INPUT)):
+            if batch:
+                got += driver.process_batch(part, backend, watermark=10).rows
+            else:
+                for key in ("a", "b"):
+                    got += driver.process(key, [(t, v) for k, t, v in part if k == key],
+                                          backend.key_state(key), watermark=10).rows
+            got += driver.advance_keys(["a", "b"], mark, backend).rows
+        rows.append(got)
+    assert [{f: r[f] for f in r if f != "z"} for r in rows[1]] == rows[0]
