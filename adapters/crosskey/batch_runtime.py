@@ -3,12 +3,13 @@
 per-window work done once per call in NumPy over all keys instead of per key in Python.
 
 What it covers: one sliding or tumbling window spec; one or more outputs, each ``count`` of
-events or ``count`` (``nulls="skip"``), ``max``, ``min``, ``sum`` or ``mean`` of the field
-(kernels, :mod:`adapters.driver.kernels`), all fields the same one and at least one output
-reading it (a count of the field is the count of events here: the intake takes finite floats);
-at most :data:`MAX_SLICES` slices per window; no forced algorithm; batches the
-columnar intake takes (:meth:`adapters.crosskey.columnar.ColumnarIntake.read`: ``(key, int time,
-{field: finite float})``, at least ``MIN_BATCH`` events); states that keep their event log.
+events or ``count`` (``nulls="skip"``), ``max``, ``min``, ``sum`` or ``mean`` of a field
+(kernels, :mod:`adapters.driver.kernels`), over one or more fields (a count of a field is the
+count of events here: the intake takes finite floats only); at most :data:`MAX_SLICES` slices
+per window; no forced algorithm; batches the columnar intake takes
+(:meth:`adapters.crosskey.columnar.ColumnarIntake.read`: ``(key, int time, {field: finite
+float, ...})`` holding exactly the fields read, at least ``MIN_BATCH`` events; with several
+fields every dict's keys in one order); states that keep their event log.
 Anything else takes the per-key path, which is also the reference the tests compare with.
 
 Why: the per-key path touches every event several times in Python (a record tuple, the
@@ -16,11 +17,11 @@ pending buffer, the release, the fold) and makes a few structure calls per windo
 about 100 events per key and call those costs exceed what the engines' per-window
 assignment pays at one window per event (``docs/benchmarks.md``). Here, per call:
 
-* pending events of every key wait in three arrays sorted by (key id, time, arrival); late
-  events, the release (``time < watermark - allowed lateness``) and the grouping of the
-  released events into (key, slice) runs are array operations;
-* each run becomes a slice partial, one array per kind of output (:class:`_Comp`, shared by
-  outputs of one kind: ``sum`` and ``mean`` share the exact sum): ``count`` the run's length
+* pending events of every key wait in arrays sorted by (key id, time, arrival), one value
+  array per field; late events, the release (``time < watermark - allowed lateness``) and
+  the grouping of the released events into (key, slice) runs are array operations;
+* each run becomes a slice partial, one array per kind of output and field (:class:`_Comp`,
+  shared: ``sum`` and ``mean`` of a field share its exact sum): ``count`` the run's length
   (int64), ``max``/``min`` with ``numpy`` (a zero is refolded in Python, so that of ``0.0``
   and ``-0.0`` the older one wins, as with ``max``), ``sum`` and ``mean`` with the kernel's
   fold (the exact partial of :mod:`swag_core.exact`, a Python ``int``, held in an object
@@ -67,7 +68,7 @@ from adapters.driver.results import LateEvent, Output
 from adapters.driver.time_lane import TimeLane, due_window_ends, end_after
 from adapters.query.specs import AggSpec
 from adapters.state.backend import KeyState, StateBackend
-from adapters.state.codec import encode_entry, encode_float_record_segment
+from adapters.state.codec import encode_entry, encode_float_records_segment
 
 try:
     import numpy as np
@@ -157,15 +158,17 @@ class _New(NamedTuple):
     hi: list[int]
     #: per key position: its newest new event time (if it has one)
     newest: list[int]
-    #: the sorted times and values as little-endian bytes (log segments are slices of them)
+    #: the sorted times and each field's values as little-endian bytes (log segments are
+    #: slices of them), the fields in ``order``, the key order of the events' dicts
     t_bytes: bytes
-    x_bytes: bytes
+    x_bytes: tuple[bytes, ...]
     times: Any
-    values: Any
+    values: tuple[Any, ...]
+    order: tuple[str, ...]
 
 
 #: a call without new events
-_NO_NEW = _New({}, [], [], [], b"", b"", None, None)
+_NO_NEW = _New({}, [], [], [], b"", (), None, (), ())
 
 
 class _Runs:
@@ -222,10 +225,13 @@ class _Comp(NamedTuple):
     #: the output's kernel fold and fold_onto (:class:`~adapters.driver.kernels.Kernel`)
     fold: Any
     fold_onto: Any
+    #: the field it reads, as an index into the intake's fields (0 for a count of events)
+    col: int = 0
 
 
-def _comp_key(fn: str) -> str:
-    return "exact" if fn in ("sum", "mean") else fn
+def _comp_key(fn: str, field: str | None) -> tuple[str, str | None]:
+    # count of the field is the count of events here: the intake takes finite floats only
+    return ("exact" if fn in ("sum", "mean") else fn, None if fn == "count" else field)
 
 
 class BatchRuntime:
@@ -239,32 +245,38 @@ class BatchRuntime:
         self._store = store
         self._intake = intake
         self._field = intake.field
+        #: the fields read: the pending arrays hold one value column per field
+        self._fields = intake.fields
         self._lane = lane
         #: the partial arrays (:class:`_Comp`) and, per output, the index of its array
         self._comps: list[_Comp] = []
         self._of: list[int] = []
-        keys: dict[str, int] = {}
+        keys: dict[tuple[str, str | None], int] = {}
         for fn, kernel in zip(fns, kernels, strict=True):
-            c = keys.get(_comp_key(fn))
+            key = _comp_key(fn, kernel.field)
+            c = keys.get(key)
             if c is None:
-                c = keys[_comp_key(fn)] = len(self._comps)
+                c = keys[key] = len(self._comps)
+                col = 0 if key[1] is None else self._fields.index(key[1])
                 self._comps.append(_Comp(
-                    "count", np.int64, int, np.add, kernel.fold, kernel.fold_onto)
+                    "count", np.int64, int, np.add, kernel.fold, kernel.fold_onto, col)
                     if fn == "count" else _Comp(
                     "select", np.float64, float, np.maximum if fn == "max" else np.minimum,
-                    kernel.fold, kernel.fold_onto)
+                    kernel.fold, kernel.fold_onto, col)
                     if fn in ("max", "min") else _Comp(
-                    "exact", object, int, None, kernel.fold, kernel.fold_onto))
+                    "exact", object, int, None, kernel.fold, kernel.fold_onto, col))
             self._of.append(c)
         #: per array: the first output that reads it (a partial's component)
         self._first = [self._of.index(c) for c in range(len(self._comps))]
         #: one output: the partial is its own (rows get row[out] = value); several: a tuple
         #: of one partial per output (rows get row.update(lowered dict)), as the per-key path
         self._single = len(self._of) == 1
-        #: per output: whether it reads the field (else a count of events); the pending
-        #: records of several outputs hold a tuple of one raw value per output
-        self._reads = [k.field is not None for k in kernels]
-        self._vi = self._reads.index(True)
+        #: per output: the index of the field it reads, or -1 (a count of events); the
+        #: pending records of several outputs hold a tuple of one raw value per output
+        self._reads = [-1 if k.field is None else self._fields.index(k.field)
+                       for k in kernels]
+        #: per field: the first output that reads it
+        self._vi = [self._reads.index(j) for j in range(len(self._fields))]
         self._g, self._base = lane.width, lane.base
         if lane.single:
             _, self._idx, self._r, self._s, self._e0 = lane.sliding[0]
@@ -285,8 +297,9 @@ class BatchRuntime:
 
     def _clear_arrays(self) -> None:
         i64, f64 = np.zeros(0, np.int64), np.zeros(0, np.float64)
-        # pending events of every key, sorted by (key id, time, arrival): (ids, times, values)
-        self._pending: tuple[Any, ...] = (i64, i64, f64)
+        # pending events of every key, sorted by (key id, time, arrival): (ids, times, one
+        # value array per field)
+        self._pending: tuple[Any, ...] = (i64, i64, *[f64] * len(self._fields))
         # closed slices, sorted by (key id, start): (ids, starts, *partial arrays)
         self._closed: tuple[Any, ...] = (i64, i64, *[np.zeros(0, c.dtype) for c in self._comps])
 
@@ -309,7 +322,7 @@ class BatchRuntime:
             # count of events reads no field; the others (count of the field included) read
             # the intake's one field
             if not ((fn == "count" and kernel.field is None)
-                    or ((fn in _FNS or fn == "count") and kernel.field == intake.field)):
+                    or ((fn in _FNS or fn == "count") and kernel.field in intake.fields)):
                 return None
         if all(k.field is None for k in kernels) or \
                 lane.sliding[0][2] // lane.width > MAX_SLICES:
@@ -442,23 +455,23 @@ class BatchRuntime:
         k.open_start, k.open_acc = ls.open_start, ls.open_acc
         return pending, closed
 
-    def _pending_pairs(self, rt: KeyRuntime) -> list[tuple[int, float]]:
-        """The per-key runtime's pending events as ``(time, float value)`` sorted by (time,
-        arrival); :class:`_NotCovered` if a value is not a float."""
+    def _pending_pairs(self, rt: KeyRuntime) -> list[tuple[Any, ...]]:
+        """The per-key runtime's pending events as ``(time, float value of each field)``
+        sorted by (time, arrival); :class:`_NotCovered` if a value is not a float."""
         pending = sorted(rt.pending, key=lambda rec: rec[0])  # stable: (time, arrival)
         if self._single:
             if any(type(rec[1]) is not float for rec in pending):
                 raise _NotCovered  # e.g. NumPy floats the per-key path holds as they came
             return pending
-        # several outputs: a tuple of the field value (outputs that read it) or None (counts)
+        # several outputs: a tuple of each output's field value, or None (counts of events)
         vi, reads = self._vi, self._reads
         out = []
         for t, raw in pending:
-            x = raw[vi]
-            if type(x) is not float or any(
-                    (y is not x) if r else (y is not None) for y, r in zip(raw, reads)):
+            xs = [raw[i] for i in vi]
+            if any(type(x) is not float for x in xs) or any(
+                    (y is not xs[j]) if j >= 0 else (y is not None) for y, j in zip(raw, reads)):
                 raise _NotCovered  # e.g. a missing value (None) of a skipping output
-            out.append((t, x))
+            out.append((t, *xs))
         return out
 
     def _replace(self, reload: list[tuple[int, Any, Any]]) -> None:
@@ -466,11 +479,10 @@ class BatchRuntime:
         ids = np.array([ident for ident, _, _ in reload], np.int64)
         pending = _take(self._pending, ~np.isin(self._pending[0], ids))
         closed = _take(self._closed, ~np.isin(self._closed[0], ids))
-        recs = [(ident, t, x) for ident, p, _ in reload for t, x in p]
+        recs = [(ident, *rec) for ident, p, _ in reload for rec in p]
         if recs:
-            events = (np.array([r[0] for r in recs], np.int64),
-                      np.array([r[1] for r in recs], np.int64),
-                      np.array([r[2] for r in recs], np.float64))
+            events = tuple(np.array(c, np.int64 if i < 2 else np.float64)
+                           for i, c in enumerate(zip(*recs)))
             pending = _merge(pending, _take(events, key_time_order(events[0], events[1])))
         slices = [(ident, start, *parts) for ident, _, c in reload for start, parts in c]
         if slices:
@@ -591,7 +603,9 @@ class BatchRuntime:
         into the pending arrays."""
         late_of: dict[int, list[LateEvent]] = {}
         ev_id = ids[cols.codes]
-        t, x = cols.times, cols.values
+        t = cols.times
+        xs = [cols.values] if len(self._fields) == 1 else \
+            [cols.values[:, j] for j in range(len(self._fields))]
         late = (t < bound[ev_id]) | beyond[ev_id]
         if late.any():
             at = np.flatnonzero(late)
@@ -599,21 +613,27 @@ class BatchRuntime:
                 late_of.setdefault(code, []).append(
                     LateEvent(keys[code], time, cols.events[i][2]))
             ok = ~late
-            ev_id, t, x = ev_id[ok], t[ok], x[ok]
+            ev_id, t = ev_id[ok], t[ok]
+            xs = [x[ok] for x in xs]
         order = key_time_order(ev_id, t)  # ties stay in arrival order
-        new = (ev_id[order], t[order], x[order])
+        new = (ev_id[order], t[order], *[x[order] for x in xs])
         lo = np.searchsorted(new[0], ids, "left").tolist()
         hi = np.searchsorted(new[0], ids, "right").tolist()
         newest = new[1][np.maximum(np.array(hi) - 1, 0)].tolist() if len(t) else []
         self._pending = _merge(self._pending, new)
+        # the log holds the fields in the events' own key order
+        fields = self._fields
+        keys_order = cols.order or fields
+        values = tuple(new[2 + fields.index(f)] for f in keys_order)
         return _New(late_of, lo, hi, newest, new[1].astype("<i8", copy=False).tobytes(),
-                    new[2].astype("<f8", copy=False).tobytes(), new[1], new[2])
+                    tuple(v.astype("<f8", copy=False).tobytes() for v in values), new[1],
+                    values, keys_order)
 
     def _runs(self, released: tuple[Any, ...], ks: list[_Key], ids: Any) -> _Runs:
         """The released events as (key, slice) runs with their slice partials; a key's
         first run that continues its open slice is left for :meth:`_advance_key`."""
         runs = _Runs(len(ks))
-        rid, rtime, rx = released
+        rid, rtime, *rx = released
         if not len(rid):
             return runs
         g, base = self._g, self._base
@@ -703,11 +723,12 @@ class BatchRuntime:
         entry for one event, else one packed segment; counted in ``k``."""
         n = e - a
         if n == 1:  # what the per-key path writes for one event
-            data = encode_entry([int(new.times[a])], [{self._field: float(new.values[a])}])
+            data = encode_entry([int(new.times[a])],
+                                [{f: float(v[a]) for f, v in zip(new.order, new.values)}])
         else:
-            segment = encode_float_record_segment(
-                self._field, n, new.t_bytes[8 * a:8 * e], new.x_bytes[8 * a:8 * e])
-            assert segment is not None  # the columnar intake checked the field
+            segment = encode_float_records_segment(
+                new.order, n, new.t_bytes[8 * a:8 * e], [x[8 * a:8 * e] for x in new.x_bytes])
+            assert segment is not None  # the columnar intake checked the fields
             data = segment
         entry = (newest, k.seq, data)
         heapq.heappush(k.segments, (newest, k.seq))
@@ -729,19 +750,23 @@ class BatchRuntime:
                 out[j] = fold(values[lo[j]:hi[j]].tolist(), int(hi[j] - lo[j]))
         return out
 
-    def _run_partials(self, rx: Any, run_at: Any, run_end: Any, goes_on: Any) -> list[Any]:
-        """Slice partials of the runs ``rx[run_at[j]:run_end[j]]``, one array per
+    def _run_partials(self, rx: list[Any], run_at: Any, run_end: Any,
+                      goes_on: Any) -> list[Any]:
+        """Slice partials of the runs ``rx[field][run_at[j]:run_end[j]]``, one array per
         :class:`_Comp`; exact sums of the runs that continue an open slice (``goes_on``) are
         left at 0 (the caller folds them onto the open slice)."""
         arrays: list[Any] = []
-        xs: list[float] | None = None
+        lists: dict[int, list[float]] = {}
         for comp in self._comps:
             if comp.kind == "count":
                 arrays.append(run_end - run_at)
             elif comp.kind == "select":
-                arrays.append(self._reduce(comp.ufunc, rx, run_at, run_end, comp.fold))
+                arrays.append(self._reduce(comp.ufunc, rx[comp.col], run_at, run_end,
+                                           comp.fold))
             else:
-                xs = rx.tolist() if xs is None else xs
+                xs = lists.get(comp.col)
+                if xs is None:
+                    xs = lists[comp.col] = rx[comp.col].tolist()
                 fold = comp.fold
                 parts = np.empty(len(run_at), object)
                 parts[:] = [0 if skip else fold(xs[a:e], e - a) for a, e, skip in
@@ -755,7 +780,6 @@ class BatchRuntime:
         with the run's partial is the same left fold; counts add the run's length; sums add
         the run's exact partial."""
         a, e = int(runs.at[j]), int(runs.end[j])
-        xs: list[float] | None = None
         out = []
         for comp, part, arr in zip(self._comps, self._split(acc), runs.parts):
             if comp.kind == "select":
@@ -763,8 +787,7 @@ class BatchRuntime:
             elif comp.kind == "count":
                 out.append(comp.fold_onto(part, (), e - a))
             else:
-                xs = runs.x[a:e].tolist() if xs is None else xs
-                out.append(comp.fold_onto(part, xs, e - a))
+                out.append(comp.fold_onto(part, runs.x[comp.col][a:e].tolist(), e - a))
         return self._join(out)
 
     def _get_part(self, arrays: list[Any], j: int) -> Any:

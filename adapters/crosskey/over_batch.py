@@ -97,13 +97,15 @@ class OverBatchRuntime(BatchRuntime):
             return False  # not triples of dicts: the per-key path reports it
         return super().process(events, backend, watermark, out)
 
-    def _run_partials(self, rx: Any, run_at: Any, run_end: Any, goes_on: Any) -> list[Any]:
+    def _run_partials(self, columns: list[Any], run_at: Any, run_end: Any,
+                      goes_on: Any) -> list[Any]:
         """As the base's; the exact partials of sums and means (each run usually one event:
         an OVER lane's slices are its distinct times) from vectorized fixed-point values
         (:func:`~adapters.crosskey.over_runtime.float_partials`, ``lift_float`` of each
         value) added per run, the same ints the kernel's fold gives."""
+        (rx,) = columns  # one field
         if self._select is not None or not len(rx) or not np.isfinite(rx).all():
-            return super()._run_partials(rx, run_at, run_end, goes_on)
+            return super()._run_partials(columns, run_at, run_end, goes_on)
         lifted = float_partials(rx)
         parts = np.empty(len(run_at), object)
         if len(run_at) == len(rx):
@@ -113,7 +115,7 @@ class OverBatchRuntime(BatchRuntime):
         parts[goes_on] = 0  # continued by the caller (never with one-millisecond slices)
         return [parts]
 
-    def _pending_pairs(self, rt: KeyRuntime) -> list[tuple[int, float]]:
+    def _pending_pairs(self, rt: KeyRuntime) -> list[tuple[Any, ...]]:
         """The per-key runtime's pending events as ``(time, float)`` from their values
         (an OVER lane's records hold the lifted value and the event's value);
         :class:`_NotCovered` for a value that is not a dict of one float, or is NaN (a

@@ -409,6 +409,19 @@ def encode_float_record_segment(field: str, n: int, times: bytes, floats: bytes)
     return _SEGMENT_HEAD.pack(_SEGMENT, n) + bytes([_TIMES_PACKED]) + times + prefix + floats
 
 
+def encode_float_records_segment(fields: tuple[str, ...], n: int, times: bytes,
+                                 columns: Sequence[bytes]) -> bytes | None:
+    """:func:`encode_float_record_segment` for ``n >= 2`` events whose values are all dicts
+    of the floats of ``fields``, in that key order: ``columns`` holds each field's floats
+    packed as little-endian float64 (arrival order); ``None`` if the keys cannot be a header
+    (then use :func:`encode_entry`)."""
+    prefix = _header_prefix(_BODY_RECORDS, fields, "d" * len(fields))
+    if prefix is None or n < 2 or not fields:
+        return None
+    return _SEGMENT_HEAD.pack(_SEGMENT, n) + bytes([_TIMES_PACKED]) + times + prefix + \
+        b"".join(columns)
+
+
 def _decode_segment(data: bytes) -> tuple[list[int], list[Any]]:
     _, n = _SEGMENT_HEAD.unpack_from(data)
     at = _SEGMENT_HEAD.size

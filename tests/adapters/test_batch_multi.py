@@ -51,24 +51,27 @@ np = pytest.importorskip("numpy")
 def fast_calls(request: pytest.FixtureRequest,
                monkeypatch: pytest.MonkeyPatch) -> Iterable[list[int]]:
     """Counts the calls the batch runtime completed (a call it refuses as not covered, after
-    starting it, does not count); every test must have some."""
-    calls = [0]
+    starting it, does not count): ``[all, with new events]``; every test must have had
+    batches of new events through it (``advance_keys`` alone would not show that its
+    reading of the batches ran)."""
+    calls = [0, 0]
     apply = BatchRuntime._apply
 
     def counted(self: BatchRuntime, *args: Any) -> None:
         apply(self, *args)
         calls[0] += 1
+        calls[1] += args[-1] is not None  # the batch's columns
 
     monkeypatch.setattr(BatchRuntime, "_apply", counted)
     yield calls
     if request.node.get_closest_marker("per_key_only") is None:
-        assert calls[0] > 0, "the batch runtime completed no call: nothing was compared"
+        assert calls[1] > 0, "the batch runtime took no batch: nothing was compared"
 
 
 #: (fn, field) of the outputs a query draws from
 OUTPUTS = [("count", None), ("max", FIELD), ("min", FIELD), ("sum", FIELD), ("mean", FIELD),
            ("count", FIELD)]
-NAMES = ["n", "hi", "lo", "total", "avg", FIELD, "x2", "count"]
+NAMES = ["n", "hi", "lo", "total", "avg", FIELD, "x2", "count", "w2"]
 
 
 def _aggs(outputs: list[tuple[str, str | None]], names: list[str]) -> dict[str, Any]:
@@ -76,14 +79,27 @@ def _aggs(outputs: list[tuple[str, str | None]], names: list[str]) -> dict[str, 
             for name, (fn, field) in zip(names, outputs)}
 
 
+#: the second field of queries over several fields
+W = "w"
+OUTPUTS_W = [(fn, W) for fn, field in OUTPUTS if field is not None]
+
+
 @st.composite
-def multi_queries(draw: Any) -> dict[str, Any]:
+def multi_queries(draw: Any, fields: int = 1) -> dict[str, Any]:
+    """Several outputs over one field, or (``fields=2``) over ``FIELD`` and ``W``, each
+    read by at least one output."""
     query = draw(queries("max"))
-    outputs = draw(st.lists(st.sampled_from(OUTPUTS), min_size=2, max_size=5))
+    pool = OUTPUTS if fields == 1 else OUTPUTS + OUTPUTS_W
+    outputs = draw(st.lists(st.sampled_from(pool), min_size=2, max_size=6))
     if draw(st.booleans()):  # count of the field is rarer: it needs nulls="skip"
         outputs = [o for o in outputs if o != ("count", FIELD)]
     if all(field is None for _, field in outputs):  # at least one output reads the field
         outputs.append(draw(st.sampled_from(OUTPUTS[1:])))
+    if fields == 2:
+        for chosen in (OUTPUTS[1:], OUTPUTS_W):
+            if not set(outputs) & set(chosen):
+                outputs.insert(draw(st.integers(0, len(outputs))),
+                               draw(st.sampled_from(chosen)))
     names = draw(st.permutations(NAMES))[:len(outputs)]
     query["aggregations"] = _aggs(outputs, names)
     nulls = draw(st.sampled_from([None, "skip", "skip", "error"]))
@@ -93,8 +109,8 @@ def multi_queries(draw: Any) -> dict[str, Any]:
 
 
 @st.composite
-def multi_scenarios(draw: Any, kinds: list[str], max_ops: int) -> Scenario:
-    query = draw(multi_queries())
+def multi_scenarios(draw: Any, kinds: list[str], max_ops: int, fields: int = 1) -> Scenario:
+    query = draw(multi_queries(fields))
     keys = draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=8, unique_by=repr))
     seeds = st.integers(0, 2**32 - 1)
     ops = draw(st.lists(st.tuples(st.sampled_from(kinds), seeds), max_size=max_ops))
@@ -121,16 +137,47 @@ class _NullScript(_Script):
         return ("batch", events, self.watermark(rnd), "list")
 
 
+class _FieldsScript(_NullScript):
+    """:class:`_NullScript` whose events hold two fields, ``FIELD`` and ``W``; the key order
+    of the dicts is the same in most batches (either order) and mixed in some (then the
+    general path takes the batch)."""
+
+    def events(self, rnd: random.Random, n: int) -> list[Any]:
+        order = rnd.choice(["vw", "wv", "vw", "mixed"])
+        out = []
+        for key, t, value in super().events(rnd, n):
+            x, y = value[FIELD], self.value(rnd)
+            first = order == "vw" or (order == "mixed" and rnd.random() < 0.5)
+            out.append((key, t, {FIELD: x, W: y} if first else {W: y, FIELD: x}))
+        return out
+
+    def call(self, kind: str, rnd: random.Random) -> Call:
+        call = super().call(kind, rnd)
+        if kind == "nulls":  # a missing value of the second field too
+            events = list(call[1])
+            i = rnd.randrange(len(events))
+            key, t, _ = events[i]
+            events[i] = (key, t, {FIELD: 1.0, W: rnd.choice([None, math.nan])})
+            return ("batch", events, *call[2:])
+        if kind == "process":
+            key, pairs, watermark = call[1:]
+            return ("process", key, [(t, {FIELD: v[FIELD], W: self.value(rnd)})
+                                     for t, v in pairs], watermark)
+        return call
+
+
 def _check(sc: Scenario, **options: Any) -> list[tuple[Any, ...]]:
     driver = WindowDriver(sc.query)
     # covered by the batch runtime, unless the slices are 1 ms wide (no kernels: the
     # per-key structures hold lifted values) or a count of the field counts NaN
     # (nulls="error": no kernel); compared all the same
     counts_nan = sc.query.get("nulls") == "error" and any(
-        a == {"fn": "count", "field": FIELD} for a in sc.query["aggregations"].values())
+        a["fn"] == "count" and "field" in a for a in sc.query["aggregations"].values())
     assert driver.batch_runtime == (driver.key_store.lanes[0].width > 1 and not counts_nan), \
         sc.query
-    return _lockstep(sc.query, _NullScript(sc).calls(), **options)
+    fields = {a.get("field") for a in sc.query["aggregations"].values()} - {None}
+    script = _FieldsScript(sc) if W in fields else _NullScript(sc)
+    return _lockstep(sc.query, script.calls(), **options)
 
 
 # =====================================================================================
@@ -154,12 +201,23 @@ def test_several_outputs_with_per_key_calls_nulls_and_restarts(data: Any) -> Non
     _check(data.draw(multi_scenarios(kinds, max_ops=10), label="scenario"))
 
 
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_several_fields_match_the_per_key_path(data: Any) -> None:
+    """Outputs over two fields (events ``{FIELD: x, W: y}``, either key order), with every
+    kind of call, missing values in either field and restarts."""
+    kinds = [*MIXED_OPS, "nulls", *BATCH_OPS]
+    _check(data.draw(multi_scenarios(kinds, max_ops=10, fields=2), label="scenario"))
+
+
 @settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_several_outputs_with_a_bounded_key_cache(data: Any) -> None:
     limit = data.draw(st.integers(1, 4), label="max_cached_keys")
     fast, general, within_bound = _bounded(limit)
-    _check(data.draw(multi_scenarios([*MIXED_OPS, "nulls"], max_ops=10), label="scenario"),
+    fields = data.draw(st.sampled_from([1, 2]), label="fields")
+    _check(data.draw(multi_scenarios([*MIXED_OPS, "nulls"], max_ops=10, fields=fields),
+                     label="scenario"),
            fast=fast, reference=general, after_each_call=within_bound)
 
 
@@ -303,7 +361,8 @@ def test_several_outputs_match_brute_force(data: Any) -> None:
     state continues on the other path), watermarks through ``advance_keys``, restarts from
     snapshots; each step's rows against :func:`brute.brute_force` (sums and means within
     1e-9: brute force adds floats; counts, max and min exact)."""
-    query = data.draw(multi_queries(), label="query")
+    fields = data.draw(st.sampled_from([1, 2]), label="fields")
+    query = data.draw(multi_queries(fields), label="query")
     query.pop("nulls", None)
     seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
     rnd = random.Random(seed)
@@ -313,9 +372,12 @@ def test_several_outputs_match_brute_force(data: Any) -> None:
     steps: list[dict[str, Any]] = []
     clock = 0
     for _ in range(rnd.randint(2, 8)):
+        def value() -> float:
+            return rnd.choice([0.0, -0.0, float(rnd.randint(-50, 50)),
+                               rnd.uniform(-100.0, 100.0)])
+
         events = [(rnd.choice(keys), clock + rnd.randint(-span, 3 * span),
-                   {FIELD: rnd.choice([0.0, -0.0, float(rnd.randint(-50, 50)),
-                                       rnd.uniform(-100.0, 100.0)])})
+                   {FIELD: value()} if fields == 1 else {FIELD: value(), W: value()})
                   for _ in range(rnd.randint(64, 200))]
         steps.append({"events": events})
         clock += rnd.randint(0, 2 * span)
@@ -367,7 +429,9 @@ def test_which_queries_the_batch_runtime_covers() -> None:
     assert covered({"m": {"fn": "max", **v}})  # one output, as before
     # not covered (the per-key path runs them; see the module docstring of the runtime)
     assert not covered({"n": {"fn": "count"}})  # no field to read
-    assert not covered({"m": {"fn": "max", **v}, "a": {"fn": "mean", **w}})  # two fields
+    assert covered({"m": {"fn": "max", **v}, "a": {"fn": "mean", **w}})  # two fields
+    assert covered({"n": {"fn": "count"}, "m": {"fn": "max", **v}, "c": {"fn": "count", **w},
+                    "s": {"fn": "sum", **w}, "x": {"fn": "min", "field": "x"}})
     assert not covered({"m": {"fn": "max", **v}, "i": {"fn": "argmax", **v}})
     assert not covered({"m": {"fn": "max", **v}, "s": {"fn": "stddev", **v}})
     assert covered({"c": {"fn": "count", **v}, "m": {"fn": "max", **v}})

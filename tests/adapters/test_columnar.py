@@ -166,7 +166,12 @@ def test_not_used_without_numpy_or_for_uncovered_queries(
     two_fields = {"windows": [{"kind": "tumbling", "size": 10}],
                   "aggregations": {"a": {"fn": "max", "field": "x"},
                                    "b": {"fn": "max", "field": "y"}}}
-    assert WindowDriver(two_fields)._columnar is None
+    # several fields: read for the cross-key batch runtime only (batches it refuses, e.g.
+    # with a forced algorithm, take the general path, not the columnar split)
+    intake = WindowDriver(two_fields)._columnar
+    assert intake is not None and intake.fields == ("x", "y")
+    assert intake.split([("k", t, {"x": 1.0, "y": 2.0}) for t in range(100)]) is None
+    assert WindowDriver(two_fields, algorithm="two_stacks")._batch is None
     monkeypatch.setattr(columnar, "np", None)
     assert WindowDriver(QUERIES["max"])._columnar is None
 
@@ -179,3 +184,21 @@ def test_segment_is_what_encode_entry_writes() -> None:
     data = encode_float_record_segment(
         FIELD, 4, np.array(times, dtype="<i8").tobytes(), np.array(xs, dtype="<f8").tobytes())
     assert data == encode_entry(times, [{FIELD: x} for x in xs])
+
+
+def test_segment_of_several_fields_is_what_encode_entry_writes() -> None:
+    import numpy as np
+
+    from adapters.state.codec import decode_entry, encode_float_records_segment
+
+    times = [5, 5, 9, -3]
+    xs = [1.5, -0.0, 2.0**60, 3.25]
+    ys = [0.0, 7.5, -1e300, 5e-324]
+    data = encode_float_records_segment(
+        ("w", FIELD), 4, np.array(times, dtype="<i8").tobytes(),
+        [np.array(ys, dtype="<f8").tobytes(), np.array(xs, dtype="<f8").tobytes()])
+    events = [{"w": y, FIELD: x} for x, y in zip(xs, ys)]
+    assert data == encode_entry(times, events)
+    decoded = decode_entry(9, 0, data)
+    assert decoded == list(zip(times, range(4), events))
+    assert [list(v) for _, _, v in decoded] == [["w", FIELD]] * 4  # the key order kept
