@@ -560,6 +560,7 @@ def run(quick: bool = False) -> dict[str, Any]:
 #: job's sliding window without its argmax; "Max" is the single-output cell for comparison
 MULTI_OUTPUTS: dict[str, dict[str, tuple[str, str | None]]] = {
     "Max": {"max": ("max", FIELD)},
+    "Mean": {"mean": ("mean", FIELD)},
     "Count+Max": {"count": ("count", None), "max": ("max", FIELD)},
     "Count+Mean+Max": {"count": ("count", None), "mean": ("mean", FIELD),
                        "max": ("max", FIELD)},
@@ -878,15 +879,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ks", default="1,60", help="comma-separated k of " + str(list(SLIDES)))
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--check", action="store_true", help="compare with the per-key path")
+    parser.add_argument("--labels", default=",".join(MULTI_OUTPUTS),
+                        help="comma-separated cells of " + str(list(MULTI_OUTPUTS)))
     parser.add_argument("--out", required=True, type=Path, help="directory of the JSON")
     args = parser.parse_args(argv)
     ks = tuple(int(k) for k in args.ks.split(","))
+    labels = tuple(args.labels.split(","))
     if args.quick:
         payload = measure_multi(QUICK_EVENTS, keys=QUICK_KEYS, hours=QUICK_HOURS,
                                 batch=QUICK_BATCH, ks=ks, repeats=args.repeats,
-                                check=args.check)
+                                labels=labels, check=args.check)
     else:
-        payload = measure_multi(args.events, ks=ks, repeats=args.repeats, check=args.check)
+        payload = measure_multi(args.events, ks=ks, repeats=args.repeats, labels=labels,
+                                check=args.check)
     payload["quick"] = args.quick
     payload["clock"] = CLOCK
     args.out.mkdir(parents=True, exist_ok=True)
