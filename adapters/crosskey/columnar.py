@@ -40,7 +40,11 @@ from typing import Any, NamedTuple
 
 from adapters.driver.intake import Accepted, Intake
 from adapters.driver.results import LateEvent
-from adapters.state.codec import encode_entry, encode_float_record_segment
+from adapters.state.codec import (
+    encode_entry,
+    encode_float_record_segment,
+    encode_float_records_segment,
+)
 
 try:  # optional: engines ship NumPy, the core does not need it
     import numpy as np
@@ -238,8 +242,9 @@ class ColumnarIntake:
                     return None
                 if order is None:
                     order = tuple(vs[0])
-                    if len(order) != nf or set(order) != set(fields):
-                        return None
+                    if len(order) != nf or set(order) != set(fields) or \
+                            encode_float_records_segment(order, 2, b"", ()) is None:
+                        return None  # other fields, or not storable as one packed header
                     get = operator.itemgetter(*order)
                 if list(map(tuple, vs)).count(order) != m:
                     return None  # other keys, or the same in another order

@@ -481,3 +481,20 @@ def test_count_of_a_field_counts_what_its_lift_counts(events: list[tuple[Any, in
             got += driver.advance_keys(["a", "b"], mark, backend).rows
         rows.append(got)
     assert [{f: r[f] for f in r if f != "z"} for r in rows[1]] == rows[0]
+
+
+@pytest.mark.per_key_only  # the batches must take the general path
+def test_fields_too_long_for_one_packed_header_take_the_general_path() -> None:
+    """Each field fits a packed header alone, the two together do not: the reader refuses
+    the batches (no log segment could hold them) and the per-key path stores them."""
+    a, b = "a" * 40_000, "b" * 40_000
+    query = {"windows": [{"kind": "tumbling", "size": 10}],
+             "aggregations": {"x": {"fn": "max", "field": a}, "y": {"fn": "sum", "field": b}}}
+    assert WindowDriver(query).batch_runtime
+    rnd = random.Random(12)
+    events = [(rnd.choice(["k", 2]), rnd.randint(0, 60), {a: rnd.random(), b: rnd.random()})
+              for _ in range(100)]
+    outcomes = _lockstep(query, [("batch", events, 20, "list"),
+                                 ("advance", ["k", 2], END_OF_INPUT, "list"),
+                                 ("final_info",)])
+    assert len(outcomes[1][1].rows) > 5
