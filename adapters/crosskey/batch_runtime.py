@@ -7,9 +7,11 @@ events or ``count`` (``nulls="skip"``), ``max``, ``min``, ``sum`` or ``mean`` of
 (kernels, :mod:`adapters.driver.kernels`), over one or more fields (a count of a field is the
 count of events here: the intake takes finite floats only); at most :data:`MAX_SLICES` slices
 per window; no forced algorithm; batches the columnar intake takes
-(:meth:`adapters.crosskey.columnar.ColumnarIntake.read`: ``(key, int time, {field: finite
-float, ...})`` holding exactly the fields read, at least ``MIN_BATCH`` events; with several
-fields every dict's keys in one order); states that keep their event log.
+(:meth:`adapters.crosskey.columnar.ColumnarIntake.read`: ``(key, int time, {field: value,
+...})`` holding exactly the fields read, each field all finite floats or all int64 ints over
+the batch (a long column: max / min partials are then ints, as the per-key path's), at least
+``MIN_BATCH`` events; with several fields every dict's keys in one order); states that keep
+their event log.
 Anything else takes the per-key path, which is also the reference the tests compare with.
 
 Why: the per-key path touches every event several times in Python (a record tuple, the
@@ -159,9 +161,10 @@ class _New(NamedTuple):
     #: per key position: its newest new event time (if it has one)
     newest: list[int]
     #: the sorted times and each field's values as little-endian bytes (log segments are
-    #: slices of them), the fields in ``order``, the key order of the events' dicts
+    #: slices of them; an int field's array itself), the fields in ``order``, the key order
+    #: of the events' dicts
     t_bytes: bytes
-    x_bytes: tuple[bytes, ...]
+    x_bytes: tuple[Any, ...]
     times: Any
     values: tuple[Any, ...]
     order: tuple[str, ...]
@@ -237,6 +240,9 @@ def _comp_key(fn: str, field: str | None) -> tuple[str, str | None]:
 class BatchRuntime:
     """See the module docstring. Build it with :meth:`for_query` (``None``: not covered)."""
 
+    #: whether batches of int values (:attr:`BatchColumns.ints`) are taken
+    _TAKES_INTS = True
+
     def __init__(self, store: KeyStore, intake: ColumnarIntake, lane: TimeLane,
                  fns: Sequence[str], kernels: Sequence[Kernel] | None = None) -> None:
         if kernels is None:
@@ -247,6 +253,9 @@ class BatchRuntime:
         self._field = intake.field
         #: the fields read: the pending arrays hold one value column per field
         self._fields = intake.fields
+        #: per field: whether its values are ints (an int64 column; max / min partials are
+        #: ints), else floats: as the last batch read (:meth:`_set_types`)
+        self._ints = (False,) * len(self._fields)
         self._lane = lane
         #: the partial arrays (:class:`_Comp`) and, per output, the index of its array
         self._comps: list[_Comp] = []
@@ -285,6 +294,7 @@ class BatchRuntime:
         self._lower = lane.aggregation.lower_fn
         #: one max / min output: its results are its partials (no lowering)
         self._raw_results = self._single and self._comps[0].kind == "select"
+        self._float_comps = list(self._comps)
         self._lateness = store.lateness
         #: the cached keys, least recently used first (bounded by ``store.max_cached``
         #: after each call)
@@ -295,11 +305,21 @@ class BatchRuntime:
         self._next_id = 0
         self._clear_arrays()
 
+    def _set_types(self, ints: tuple[bool, ...]) -> None:
+        """Hold the fields as ints (``True``) or floats from now on: the max / min partials
+        of an int field are ints (an int64 array), as the per-key path's. Every key is
+        dropped (reloaded from its state, where partials of the other type make the call
+        run per key until they are gone)."""
+        self._ints = ints
+        self._comps = [c._replace(dtype=np.int64, part_type=int)
+                       if c.kind == "select" and ints[c.col] else c for c in self._float_comps]
+        self.drop()
+
     def _clear_arrays(self) -> None:
         i64, f64 = np.zeros(0, np.int64), np.zeros(0, np.float64)
         # pending events of every key, sorted by (key id, time, arrival): (ids, times, one
-        # value array per field)
-        self._pending: tuple[Any, ...] = (i64, i64, *[f64] * len(self._fields))
+        # value array per field, int64 for int fields)
+        self._pending: tuple[Any, ...] = (i64, i64, *[i64 if i else f64 for i in self._ints])
         # closed slices, sorted by (key id, start): (ids, starts, *partial arrays)
         self._closed: tuple[Any, ...] = (i64, i64, *[np.zeros(0, c.dtype) for c in self._comps])
 
@@ -459,16 +479,21 @@ class BatchRuntime:
         """The per-key runtime's pending events as ``(time, float value of each field)``
         sorted by (time, arrival); :class:`_NotCovered` if a value is not a float."""
         pending = sorted(rt.pending, key=lambda rec: rec[0])  # stable: (time, arrival)
+        types = [int if i else float for i in self._ints]
         if self._single:
-            if any(type(rec[1]) is not float for rec in pending):
+            want = types[0]
+            if any(type(rec[1]) is not want for rec in pending):
                 raise _NotCovered  # e.g. NumPy floats the per-key path holds as they came
+            if want is int and any(not _I64_MIN <= rec[1] <= _I64_MAX for rec in pending):
+                raise _NotCovered
             return pending
         # several outputs: a tuple of each output's field value, or None (counts of events)
         vi, reads = self._vi, self._reads
         out = []
         for t, raw in pending:
             xs = [raw[i] for i in vi]
-            if any(type(x) is not float for x in xs) or any(
+            if any(type(x) is not w or (w is int and not _I64_MIN <= x <= _I64_MAX)
+                   for x, w in zip(xs, types)) or any(
                     (y is not xs[j]) if j >= 0 else (y is not None) for y, j in zip(raw, reads)):
                 raise _NotCovered  # e.g. a missing value (None) of a skipping output
             out.append((t, *xs))
@@ -481,8 +506,7 @@ class BatchRuntime:
         closed = _take(self._closed, ~np.isin(self._closed[0], ids))
         recs = [(ident, *rec) for ident, p, _ in reload for rec in p]
         if recs:
-            events = tuple(np.array(c, np.int64 if i < 2 else np.float64)
-                           for i, c in enumerate(zip(*recs)))
+            events = tuple(np.array(c, x.dtype) for c, x in zip(zip(*recs), pending))
             pending = _merge(pending, _take(events, key_time_order(events[0], events[1])))
         slices = [(ident, start, *parts) for ident, _, c in reload for start, parts in c]
         if slices:
@@ -499,6 +523,11 @@ class BatchRuntime:
         cols = self._intake.read(events)
         if cols is None:
             return False
+        ints = cols.ints or (False,)
+        if ints != self._ints:
+            if any(ints) and not self._TAKES_INTS:
+                return False
+            self._set_types(ints)
         return self._run(cols.keys, backend, watermark, out, cols, cols.keys)
 
     def advance(self, keys: Sequence[Any], backend: StateBackend, watermark: int | float,
@@ -604,8 +633,7 @@ class BatchRuntime:
         late_of: dict[int, list[LateEvent]] = {}
         ev_id = ids[cols.codes]
         t = cols.times
-        xs = [cols.values] if len(self._fields) == 1 else \
-            [cols.values[:, j] for j in range(len(self._fields))]
+        xs = [cols.values] if len(self._fields) == 1 else list(cols.values)
         late = (t < bound[ev_id]) | beyond[ev_id]
         if late.any():
             at = np.flatnonzero(late)
@@ -625,9 +653,10 @@ class BatchRuntime:
         fields = self._fields
         keys_order = cols.order or fields
         values = tuple(new[2 + fields.index(f)] for f in keys_order)
+        # float columns as packed bytes; int columns stay arrays (the log holds them as JSON)
         return _New(late_of, lo, hi, newest, new[1].astype("<i8", copy=False).tobytes(),
-                    tuple(v.astype("<f8", copy=False).tobytes() for v in values), new[1],
-                    values, keys_order)
+                    tuple(v if v.dtype == np.int64 else v.astype("<f8", copy=False).tobytes()
+                          for v in values), new[1], values, keys_order)
 
     def _runs(self, released: tuple[Any, ...], ks: list[_Key], ids: Any) -> _Runs:
         """The released events as (key, slice) runs with their slice partials; a key's
@@ -724,10 +753,11 @@ class BatchRuntime:
         n = e - a
         if n == 1:  # what the per-key path writes for one event
             data = encode_entry([int(new.times[a])],
-                                [{f: float(v[a]) for f, v in zip(new.order, new.values)}])
+                                [{f: v[a].item() for f, v in zip(new.order, new.values)}])
         else:
             segment = encode_float_records_segment(
-                new.order, n, new.t_bytes[8 * a:8 * e], [x[8 * a:8 * e] for x in new.x_bytes])
+                new.order, n, new.t_bytes[8 * a:8 * e],
+                [x[8 * a:8 * e] if type(x) is bytes else x[a:e].tolist() for x in new.x_bytes])
             assert segment is not None  # the columnar intake checked the fields
             data = segment
         entry = (newest, k.seq, data)
@@ -745,7 +775,7 @@ class BatchRuntime:
         bounds[0::2] = lo
         bounds[1::2] = hi
         out = ufunc.reduceat(np.append(values, values.dtype.type(0)), bounds)[0::2]
-        if ufunc is not np.add:
+        if ufunc is not np.add and values.dtype == np.float64:
             for j in np.flatnonzero(out == 0).tolist():
                 out[j] = fold(values[lo[j]:hi[j]].tolist(), int(hi[j] - lo[j]))
         return out
@@ -783,7 +813,7 @@ class BatchRuntime:
         out = []
         for comp, part, arr in zip(self._comps, self._split(acc), runs.parts):
             if comp.kind == "select":
-                out.append(comp.fold_onto(part, (float(arr[j]),), 1))
+                out.append(comp.fold_onto(part, (comp.part_type(arr[j]),), 1))
             elif comp.kind == "count":
                 out.append(comp.fold_onto(part, (), e - a))
             else:

@@ -78,9 +78,12 @@ class BatchColumns(NamedTuple):
     values: Any
     #: the batch itself (event ``i`` is ``events[i]``; its value ``events[i][2]``)
     events: Sequence[Any]
-    #: several fields (:attr:`ColumnarIntake.fields`): ``values`` is ``(n, fields)`` in
-    #: the intake's field order, and this is the key order of every event's dict
+    #: several fields (:attr:`ColumnarIntake.fields`): ``values`` is a list of one array per
+    #: field in the intake's field order, and this is the key order of every event's dict
     order: tuple[str, ...] = ()
+    #: per field (intake order): whether its values are all ``int`` (an int64 array), else
+    #: all finite floats; ``()``: one float field (the compiled reader's batches)
+    ints: tuple[bool, ...] = ()
 
 
 class KeyColumns:
@@ -103,6 +106,17 @@ class KeyColumns:
         self.values = values
         self.time_bytes = time_bytes
         self.value_bytes = value_bytes
+
+
+def _kind(xs: Sequence[Any], m: int) -> Any:
+    """``np.float64`` if the ``m`` values ``xs`` are all floats, ``np.int64`` if all ints
+    (``bool`` is not one), else ``None``."""
+    types = list(map(type, xs))
+    if types.count(float) == m:
+        return np.float64
+    if types.count(int) == m:
+        return np.int64
+    return None
 
 
 def key_time_order(codes: Any, times: Any) -> Any:
@@ -189,7 +203,7 @@ class ColumnarIntake:
         n = len(events)
         keys: list[Any] = []
         time_parts = []
-        value_parts = []
+        value_parts: list[Any] = []
         get_field = self._get_field
         try:
             # Chunks small enough to stay in the CPU cache across the checks' passes: each
@@ -204,33 +218,37 @@ class ColumnarIntake:
                         list(map(len, vs)).count(1) != m:
                     return None
                 xs = list(map(get_field, vs))  # KeyError: not all {field: ...}
-                if list(map(type, xs)).count(float) != m:
-                    return None
+                kind = _kind(xs, m)
+                if kind is None or (at and kind is not value_parts[0].dtype.type):
+                    return None  # not all floats or all ints (over the whole batch)
                 time_parts.append(np.array(ts, dtype=np.int64))  # OverflowError: > 64 bits
-                value_parts.append(np.array(xs, dtype=np.float64))
+                value_parts.append(np.array(xs, dtype=kind))  # OverflowError: an int > 64 bits
                 keys.extend(ks)
             first_seen = list(dict.fromkeys(keys))  # TypeError: an unhashable key
         except (TypeError, ValueError, KeyError, OverflowError):
             return None
         x = np.concatenate(value_parts)
-        if not np.isfinite(x).all():
+        ints = x.dtype == np.int64
+        if not ints and not np.isfinite(x).all():
             return None  # NaN / inf: the general path decides (lifts may refuse them)
         code_of = {k: i for i, k in enumerate(first_seen)}
         code_type = np.int16 if len(first_seen) < _INT16_KEYS else np.intp
         codes = np.fromiter(map(code_of.__getitem__, keys), dtype=code_type, count=n)
-        return BatchColumns(first_seen, codes, np.concatenate(time_parts), x, events)
+        return BatchColumns(first_seen, codes, np.concatenate(time_parts), x, events,
+                            (), (bool(ints),))
 
     def read_fields(self, events: Sequence[Any]) -> BatchColumns | None:
         """:meth:`read` of several fields (in Python, NumPy for the conversions): every
-        event ``(key, int time, dict)`` whose dict holds exactly the fields, as finite
-        floats, with its keys in the order of the first event's (so a log segment of them
-        is what :func:`~adapters.state.codec.encode_entry` writes)."""
+        event ``(key, int time, dict)`` whose dict holds exactly the fields, each field all
+        finite floats or all ints (int64) over the batch, with its keys in the order of the
+        first event's (so a log segment of them is what
+        :func:`~adapters.state.codec.encode_entry` writes)."""
         n = len(events)
         fields = self.fields
         nf = len(fields)
         keys: list[Any] = []
         time_parts = []
-        value_parts = []
+        columns: list[list[Any]] = [[] for _ in fields]  # per field (key order): its parts
         order: tuple[str, ...] | None = None
         try:
             for at in range(0, n, _CHUNK):
@@ -242,31 +260,36 @@ class ColumnarIntake:
                     return None
                 if order is None:
                     order = tuple(vs[0])
-                    if len(order) != nf or set(order) != set(fields) or \
-                            encode_float_records_segment(order, 2, b"", ()) is None:
-                        return None  # other fields, or not storable as one packed header
+                    if len(order) != nf or set(order) != set(fields):
+                        return None  # other fields
                     get = operator.itemgetter(*order)
                 if list(map(tuple, vs)).count(order) != m:
                     return None  # other keys, or the same in another order
-                xs = [x for v in map(get, vs) for x in v]
-                if list(map(type, xs)).count(float) != m * nf:
-                    return None
+                for parts, xs in zip(columns, zip(*map(get, vs))):
+                    kind = _kind(xs, m)
+                    if kind is None or (at and kind is not parts[0].dtype.type):
+                        return None
+                    parts.append(np.array(xs, dtype=kind))  # OverflowError: > 64 bits
                 time_parts.append(np.array(ts, dtype=np.int64))  # OverflowError: > 64 bits
-                value_parts.append(np.array(xs, dtype=np.float64).reshape(m, nf))
                 keys.extend(ks)
             first_seen = list(dict.fromkeys(keys))  # TypeError: an unhashable key
         except (TypeError, ValueError, KeyError, OverflowError):
             return None
         assert order is not None
-        x = np.concatenate(value_parts)
-        if not np.isfinite(x).all():
+        by_key = [np.concatenate(parts) for parts in columns]
+        kinds = [x.dtype == np.int64 for x in by_key]
+        if not all(k or np.isfinite(x).all() for k, x in zip(kinds, by_key)):
             return None
-        if order != fields:
-            x = x[:, [order.index(f) for f in fields]]
+        if encode_float_records_segment(order, 2, b"", [[] if k else b"" for k in kinds]) \
+                is None:
+            return None  # not storable as one packed header
+        at_of = {f: i for i, f in enumerate(order)}
+        values = [by_key[at_of[f]] for f in fields]
         code_of = {k: i for i, k in enumerate(first_seen)}
         code_type = np.int16 if len(first_seen) < _INT16_KEYS else np.intp
         codes = np.fromiter(map(code_of.__getitem__, keys), dtype=code_type, count=n)
-        return BatchColumns(first_seen, codes, np.concatenate(time_parts), x, events, order)
+        return BatchColumns(first_seen, codes, np.concatenate(time_parts), values, events,
+                            order, tuple(bool(kinds[at_of[f]]) for f in fields))
 
     def split(self, events: Sequence[Any]) -> list[tuple[Any, KeyColumns]] | None:
         """``(key, columns)`` per key in order of first appearance, or ``None`` if the batch
@@ -274,8 +297,8 @@ class ColumnarIntake:
         if len(self.fields) > 1:
             return None
         cols = self.read(events)
-        if cols is None:
-            return None
+        if cols is None or any(cols.ints):
+            return None  # (ints: the batch runtime only)
         first_seen, codes, t, x = cols[:4]
         by_time = key_time_order(codes, t)
         bounds = np.concatenate(([0], np.cumsum(np.bincount(codes)))).tolist()

@@ -49,6 +49,9 @@ _VALUE = operator.itemgetter(2)
 class OverBatchRuntime(BatchRuntime):
     """See the module docstring. Build it with :meth:`for_over` (``None``: not covered)."""
 
+    #: batches of int values take the per-key path (rows rebuild the event from a float)
+    _TAKES_INTS = False
+
     def __init__(self, store: KeyStore, intake: ColumnarIntake, lane: TimeLane,
                  spec: AggSpec) -> None:
         kernel = kernel_for(spec)

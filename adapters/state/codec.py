@@ -410,16 +410,24 @@ def encode_float_record_segment(field: str, n: int, times: bytes, floats: bytes)
 
 
 def encode_float_records_segment(fields: tuple[str, ...], n: int, times: bytes,
-                                 columns: Sequence[bytes]) -> bytes | None:
-    """:func:`encode_float_record_segment` for ``n >= 2`` events whose values are all dicts
-    of the floats of ``fields``, in that key order: ``columns`` holds each field's floats
-    packed as little-endian float64 (arrival order); ``None`` if the keys cannot be a header
-    (then use :func:`encode_entry`)."""
-    prefix = _header_prefix(_BODY_RECORDS, fields, "d" * len(fields))
+                                 columns: Sequence[bytes | list[int]]) -> bytes | None:
+    """The segment :func:`encode_entry` writes for ``n >= 2`` events whose values are all
+    dicts of ``fields``, in that key order, each field all floats or all ints: ``columns``
+    holds per field its floats packed as little-endian float64 (``bytes``) or its ints (a
+    ``list``), arrival order; ``None`` if the keys cannot be a header or the ints cannot be
+    JSON (then use :func:`encode_entry`)."""
+    fmt = "".join(["d" if type(c) is bytes else "j" for c in columns])
+    prefix = _header_prefix(_BODY_RECORDS, fields, fmt)
     if prefix is None or n < 2 or not fields:
         return None
-    return _SEGMENT_HEAD.pack(_SEGMENT, n) + bytes([_TIMES_PACKED]) + times + prefix + \
-        b"".join(columns)
+    parts = [_SEGMENT_HEAD.pack(_SEGMENT, n), bytes([_TIMES_PACKED]), times, prefix]
+    parts.extend([c for c in columns if type(c) is bytes])
+    if "j" in fmt:
+        try:
+            parts.append(_dumps([c for c in columns if type(c) is not bytes]).encode("utf-8"))
+        except ValueError:
+            return None
+    return b"".join(parts)
 
 
 def _decode_segment(data: bytes) -> tuple[list[int], list[Any]]:

@@ -12,6 +12,7 @@ batch runtime completed calls (not a silent fallback to the per-key path)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from collections.abc import Iterable
@@ -41,6 +42,7 @@ from .test_batch_runtime import (
     _pairs,
     _Script,
     queries,
+    scenarios,
 )
 from .util import same
 
@@ -116,15 +118,36 @@ def multi_scenarios(draw: Any, kinds: list[str], max_ops: int, fields: int = 1) 
     ops = draw(st.lists(st.tuples(st.sampled_from(kinds), seeds), max_size=max_ops))
     if not any(kind == "batch" for kind, _ in ops):
         ops.insert(draw(st.integers(0, len(ops))), ("batch", draw(seeds)))
-    values = draw(st.sampled_from(["exact", "small", "positive", "cancel", "wide", "ties"]))
+    values = draw(st.sampled_from(["exact", "small", "positive", "cancel", "wide", "ties",
+                                   "ints", "ints"]))
     return Scenario(query, keys, ops, values, draw(st.sampled_from([-30, 0, 40, 700])),
                     draw(st.sampled_from([0, -10_000, 1_700_000_000_000])))
+
+
+#: int values (values mode "ints"): int64 bounds, beyond 2**53 (not a float), beyond int64
+INTS = [0, 1, -1, 7, -3, 2**53 + 1, -(2**53) - 1, 2**63 - 1, -(2**63), 10**15]
 
 
 class _NullScript(_Script):
     """:class:`_Script` with one more kind of call: ``"nulls"``, a large batch in which a few
     events have a missing value (``None`` or NaN: the per-key path takes it; accepted with
-    ``nulls="skip"``, refused with ``"error"``)."""
+    ``nulls="skip"``, refused with ``"error"``). With values mode ``"ints"`` most batches
+    hold int values (the issue's long columns; the others floats, so a field's type
+    changes between batches), rarely one beyond int64 (the reader refuses the batch)."""
+
+    ints = False  # the values of the batch being drawn are ints
+
+    def events(self, rnd: random.Random, n: int) -> list[Any]:
+        self.ints = self.sc.values == "ints" and rnd.random() < 0.75
+        return super().events(rnd, n)
+
+    def value(self, rnd: random.Random) -> Any:
+        if not self.ints:
+            return super().value(rnd)
+        r = rnd.random()
+        if r < 0.003:
+            return 2**70
+        return rnd.choice(INTS) if r < 0.3 else rnd.randint(-1000, 1000)
 
     def call(self, kind: str, rnd: random.Random) -> Call:
         if kind != "nulls":
@@ -210,6 +233,16 @@ def test_several_fields_match_the_per_key_path(data: Any) -> None:
     _check(data.draw(multi_scenarios(kinds, max_ops=10, fields=2), label="scenario"))
 
 
+@pytest.mark.parametrize("fn", ["max", "min", "sum", "mean"])
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_one_output_over_int_values(fn: str, data: Any) -> None:
+    """Int values (a long column) for one output too: max / min partials are ints (exact
+    beyond 2**53), sums exact; batches switch between ints and floats."""
+    sc = data.draw(scenarios(fn, [*MIXED_OPS, *BATCH_OPS], max_ops=10), label="scenario")
+    _check(dataclasses.replace(sc, values="ints"))
+
+
 @settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_several_outputs_with_a_bounded_key_cache(data: Any) -> None:
@@ -257,6 +290,36 @@ def test_state_written_per_key_is_continued_by_batches_and_back(outputs: str,
     assert all(o[0] == "ok" for o in outcomes)
     assert sum(len(o[1].rows) for o in outcomes if isinstance(o[1], Output)) > 20
     assert any(o[1].late for o in outcomes if isinstance(o[1], Output))
+
+
+def test_count_and_max_of_a_long_column() -> None:
+    """Workload (a) of the Spark streaming benchmark: ``count`` and ``max`` of int values,
+    through the batch runtime (keys held, int64 partials), restarts and per-key calls in
+    between; the rows are the per-key path's (ints, not floats)."""
+    rnd = random.Random(13)
+    keys = ["a", "b", 3]
+
+    def batch(lo: int, hi: int) -> list[Any]:
+        return [(rnd.choice(keys), rnd.randint(lo, hi), {FIELD: rnd.choice(INTS)})
+                for _ in range(120)]
+
+    query = _query("count+max", "sliding k=4, lateness 5")
+    calls: list[Call] = [
+        ("batch", batch(0, 80), 30, "list"),
+        ("batch", batch(20, 120), 70, "list"),
+        ("restart",),
+        ("process", "a", [(t, {FIELD: rnd.choice(INTS)}) for t in range(70, 90)], 75),
+        ("batch", batch(60, 160), 110, "list"),
+        ("advance", keys, END_OF_INPUT, "list"),
+        ("final_info",),
+    ]
+    outcomes = _lockstep(query, calls)
+    rows = [r for o in outcomes if isinstance(o[1], Output) for r in o[1].rows]
+    assert len(rows) > 20 and all(type(r["hi"]) is int for r in rows)
+    assert any(r["hi"] == 2**63 - 1 for r in rows)
+    driver = WindowDriver(query)
+    driver.process_batch(batch(0, 80), MemoryStateBackend(), watermark=30)
+    assert driver._batch._ints == (True,) and driver._batch._keys  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("outputs", sorted(MULTI))
