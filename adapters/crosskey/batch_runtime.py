@@ -70,7 +70,11 @@ from adapters.driver.results import LateEvent, Output
 from adapters.driver.time_lane import TimeLane, due_window_ends, end_after
 from adapters.query.specs import AggSpec
 from adapters.state.backend import KeyState, StateBackend
-from adapters.state.codec import encode_entry, encode_float_records_segment
+from adapters.state.codec import (
+    encode_entry,
+    encode_float_record_segment,
+    encode_float_records_segment,
+)
 
 try:
     import numpy as np
@@ -755,9 +759,14 @@ class BatchRuntime:
             data = encode_entry([int(new.times[a])],
                                 [{f: v[a].item() for f, v in zip(new.order, new.values)}])
         else:
-            segment = encode_float_records_segment(
-                new.order, n, new.t_bytes[8 * a:8 * e],
-                [x[8 * a:8 * e] if type(x) is bytes else x[a:e].tolist() for x in new.x_bytes])
+            if len(new.order) == 1 and type(new.x_bytes[0]) is bytes:  # one float field
+                segment = encode_float_record_segment(
+                    new.order[0], n, new.t_bytes[8 * a:8 * e], new.x_bytes[0][8 * a:8 * e])
+            else:
+                segment = encode_float_records_segment(
+                    new.order, n, new.t_bytes[8 * a:8 * e],
+                    [x[8 * a:8 * e] if type(x) is bytes else x[a:e].tolist()
+                     for x in new.x_bytes])
             assert segment is not None  # the columnar intake checked the fields
             data = segment
         entry = (newest, k.seq, data)
