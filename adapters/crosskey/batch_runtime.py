@@ -818,23 +818,33 @@ class BatchRuntime:
         its kernel: for ``max``/``min`` the older operand of a tie is ``acc``, so combining
         with the run's partial is the same left fold; counts add the run's length; sums add
         the run's exact partial."""
+        if self._single:  # (the single-output path without the loop: once per key and call)
+            return self._continue_one(self._comps[0], acc, runs.parts[0], runs, j)
+        return self._join([self._continue_one(comp, part, arr, runs, j) for comp, part, arr
+                           in zip(self._comps, self._split(acc), runs.parts)])
+
+    @staticmethod
+    def _continue_one(comp: _Comp, part: Any, arr: Any, runs: _Runs, j: int) -> Any:
+        """One partial array's part of :meth:`_continue` (``arr``: its run partials)."""
+        if comp.kind == "select":
+            return comp.fold_onto(part, (comp.part_type(arr[j]),), 1)
         a, e = int(runs.at[j]), int(runs.end[j])
-        out = []
-        for comp, part, arr in zip(self._comps, self._split(acc), runs.parts):
-            if comp.kind == "select":
-                out.append(comp.fold_onto(part, (comp.part_type(arr[j]),), 1))
-            elif comp.kind == "count":
-                out.append(comp.fold_onto(part, (), e - a))
-            else:
-                out.append(comp.fold_onto(part, runs.x[comp.col][a:e].tolist(), e - a))
-        return self._join(out)
+        if comp.kind == "count":
+            return comp.fold_onto(part, (), e - a)
+        return comp.fold_onto(part, runs.x[comp.col][a:e].tolist(), e - a)
 
     def _get_part(self, arrays: list[Any], j: int) -> Any:
         """The per-key path's partial of row ``j`` of the partial arrays."""
+        if self._single:
+            comp = self._comps[0]
+            return arrays[0][j] if comp.kind == "exact" else comp.part_type(arrays[0][j])
         return self._join([arr[j] if comp.kind == "exact" else comp.part_type(arr[j])
                            for comp, arr in zip(self._comps, arrays)])
 
     def _set_part(self, arrays: list[Any], j: int, part: Any) -> None:
+        if self._single:
+            arrays[0][j] = part
+            return
         for arr, value in zip(arrays, self._split(part)):
             arr[j] = value
 
