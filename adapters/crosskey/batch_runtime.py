@@ -236,6 +236,10 @@ class _Comp(NamedTuple):
     col: int = 0
 
 
+def _in_int64(x: Any) -> bool:
+    return bool(_I64_MIN <= x <= _I64_MAX)
+
+
 def _comp_key(fn: str, field: str | None) -> tuple[str, str | None]:
     # count of the field is the count of events here: the intake takes finite floats only
     return ("exact" if fn in ("sum", "mean") else fn, None if fn == "count" else field)
@@ -405,9 +409,11 @@ class BatchRuntime:
         else:
             raise _NotCovered
         comps: list[Any] = [None] * len(self._comps)
-        for j, (c, p) in enumerate(zip(self._of, parts)):
-            if type(p) is not self._comps[c].part_type:
-                raise _NotCovered
+        for j, c in enumerate(self._of):
+            p: Any = parts[j]
+            comp = self._comps[c]
+            if type(p) is not comp.part_type or (comp.dtype is np.int64 and not _in_int64(p)):
+                raise _NotCovered  # (an int partial beyond int64: the per-key path took it)
             if self._first[c] != j:  # an array shared by outputs: the same partial
                 q = comps[c]
                 if p != q or (type(p) is float and math.copysign(1.0, p) !=

@@ -561,3 +561,26 @@ def test_fields_too_long_for_one_packed_header_take_the_general_path() -> None:
                                  ("advance", ["k", 2], END_OF_INPUT, "list"),
                                  ("final_info",)])
     assert len(outcomes[1][1].rows) > 5
+
+
+def test_an_int_partial_beyond_int64_stays_per_key() -> None:
+    """A batch holding a value beyond int64 takes the per-key path, whose max partial is
+    that int; a later int batch must not take the key over (int64 arrays cannot hold it)
+    until the partial is gone (found by the bounded-cache property test)."""
+    rnd = random.Random(14)
+    query = _query("count+max", "tumbling")
+    big = [("a", t, {FIELD: 2**70 if t == 3 else rnd.randint(-9, 9)}) for t in range(64)]
+    calls: list[Call] = [
+        ("batch", big, None, "list"),  # per key: a value beyond int64
+        ("batch", [("a", t, {FIELD: rnd.randint(-9, 9)}) for t in range(64, 200)], 10,
+         "list"),  # per key still: the key's open slice holds 2**70
+        ("batch", [("a", t, {FIELD: rnd.randint(-9, 9)}) for t in range(200, 300)], 150,
+         "list"),  # per key (loaded before the call releases the slice)
+        ("batch", [("a", t, {FIELD: rnd.randint(-9, 9)}) for t in range(300, 400)], 350,
+         "list"),  # the batch runtime
+        ("advance", ["a"], END_OF_INPUT, "list"),
+        ("final_info",),
+    ]
+    outcomes = _lockstep(query, calls)
+    rows = [r for o in outcomes if isinstance(o[1], Output) for r in o[1].rows]
+    assert {"window": 0, "key": "a", "start": 0, "end": 25, "n": 25, "hi": 2**70} in rows
