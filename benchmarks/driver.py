@@ -555,6 +555,88 @@ def run(quick: bool = False) -> dict[str, Any]:
     return payload
 
 
+#: several outputs over one sliding window (issue 14): label -> {output: (fn, field)};
+#: "Count+Max" is workload (a) of the Spark streaming benchmark, "Count+Mean+Max" the main
+#: job's sliding window without its argmax; "Max" is the single-output cell for comparison
+MULTI_OUTPUTS: dict[str, dict[str, tuple[str, str | None]]] = {
+    "Max": {"max": ("max", FIELD)},
+    "Mean": {"mean": ("mean", FIELD)},
+    "Count+Max": {"count": ("count", None), "max": ("max", FIELD)},
+    "Count+Mean+Max": {"count": ("count", None), "mean": ("mean", FIELD),
+                       "max": ("max", FIELD)},
+    # the same stream with int values (value * 10**6, truncated): a long column, as the
+    # Spark adapter hands workload (a)'s column ``v`` to the driver
+    "Count+Max long": {"count": ("count", None), "max": ("max", FIELD)},
+}
+#: cells over the stream's int version
+LONG_CELLS = ("Count+Max long",)
+
+
+def long_values(w: Workload) -> Workload:
+    """``w`` with every value ``int(v * 10**6)`` (same keys, times, batches, watermarks)."""
+    return Workload([[(k, t, {FIELD: int(v[FIELD] * 1e6)}) for k, t, v in b]  # type: ignore
+                     for b in w.batches], w.watermarks, w.keys)
+
+
+def multi_query(slide: int, outputs: dict[str, tuple[str, str | None]],
+                range_: int = HOUR) -> dict[str, Any]:
+    aggs = {name: {"fn": fn} if field is None else {"fn": fn, "field": field}
+            for name, (fn, field) in outputs.items()}
+    return {"windows": [{"kind": "sliding", "range": range_, "slide": slide}],
+            "aggregations": aggs, "allowed_lateness": LATENESS}
+
+
+def measure_multi(n: int = EVENTS, *, keys: int = KEYS, hours: float = SPAN_HOURS,
+                  batch: int = BATCH, ks: tuple[int, ...] = (1, 60), repeats: int = 1,
+                  labels: tuple[str, ...] = tuple(MULTI_OUTPUTS), check: bool = False,
+                  verbose: bool = True) -> dict[str, Any]:
+    """Throughput of :class:`~adapters.WindowDriver` (``process_batch`` / ``advance_keys``,
+    as :func:`run_swag` feeds it) for the :data:`MULTI_OUTPUTS` queries at each ``k``: wall
+    and CPU seconds (medians of ``repeats`` rounds) and whether the cross-key runtime ran.
+    ``check``: also run the per-key path (``columnar=False``) once and compare the rows
+    (equal, bit for bit). No per-window baseline here: it implements one output."""
+    floats = workload(n, keys=keys, hours=hours, batch=batch)
+    longs = long_values(floats) if set(labels) & set(LONG_CELLS) else floats
+    say = print if verbose else (lambda *a, **k: None)
+    cells: list[dict[str, Any]] = []
+    for k in ks:
+        for label in labels:
+            full = longs if label in LONG_CELLS else floats
+            query = multi_query(SLIDES[k], MULTI_OUTPUTS[label])
+            times: list[tuple[float, float]] = []
+            rows: list[dict[str, Any]] = []
+            info: dict[str, Any] = {}
+            for _ in range(repeats):
+                wall, cpu, rows, info = timed(run_swag, full, query)
+                times.append((wall, cpu))
+            wall, cpu = _medians(times)
+            cell: dict[str, Any] = {
+                "k": k, "aggregation": label, "events": full.events, "rows": len(rows),
+                "late": info["late"], "batch_runtime": info["batch_runtime"],
+                "swag_s": wall, "swag_cpu_s": cpu, "swag_eps": full.events / wall,
+                "swag_cpu_eps": full.events / cpu, "rounds": [list(t) for t in times]}
+            if check:
+                _, _, want, _ = timed(lambda w, q, sink: run_swag(w, q, sink, columnar=False),
+                                      full, query)
+                cell["per_key_equal"] = _same_rows(rows, want)
+                del want
+            cells.append(cell)
+            say(f"  k={k:<3} {label:15} {cell['swag_eps']:9.0f} ev/s wall, "
+                f"{cell['swag_cpu_eps']:9.0f} ev/s CPU ({full.events} ev; cross-key runtime: "
+                f"{cell['batch_runtime']}"
+                + (f"; rows equal to the per-key path: {cell['per_key_equal']}" if check else "")
+                + ")", flush=True)
+    return {"events": floats.events, "keys": keys, "batch": batch, "span_hours": hours,
+            "cells": cells, "load": _load()}
+
+
+def _same_rows(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> bool:
+    """Rows equal bit for bit (floats by ``repr``: ``0.0`` and ``-0.0`` differ), in order."""
+    return len(got) == len(want) and all(
+        a.keys() == b.keys() and all(repr(a[c]) == repr(b[c]) for c in a)
+        for a, b in zip(got, want))
+
+
 # =====================================================================================
 # report
 # =====================================================================================
@@ -791,3 +873,46 @@ def _plot(payload: dict[str, Any], path: Any) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m benchmarks.driver --multi [--quick] [--events N] [--ks 1,60] [--check]
+    --out DIR``: the several-output cells (:func:`measure_multi`), written to
+    ``DIR/driver_multi.json`` (not into ``benchmarks/results``). The full suite runs with
+    ``python -m benchmarks driver``."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.driver")
+    parser.add_argument("--multi", action="store_true", required=True,
+                        help="the several-output cells (issue 14)")
+    parser.add_argument("--quick", action="store_true", help="small stream (smoke run)")
+    parser.add_argument("--events", type=int, default=EVENTS)
+    parser.add_argument("--ks", default="1,60", help="comma-separated k of " + str(list(SLIDES)))
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--check", action="store_true", help="compare with the per-key path")
+    parser.add_argument("--labels", default=",".join(MULTI_OUTPUTS),
+                        help="comma-separated cells of " + str(list(MULTI_OUTPUTS)))
+    parser.add_argument("--out", required=True, type=Path, help="directory of the JSON")
+    args = parser.parse_args(argv)
+    ks = tuple(int(k) for k in args.ks.split(","))
+    labels = tuple(args.labels.split(","))
+    if args.quick:
+        payload = measure_multi(QUICK_EVENTS, keys=QUICK_KEYS, hours=QUICK_HOURS,
+                                batch=QUICK_BATCH, ks=ks, repeats=args.repeats,
+                                labels=labels, check=args.check)
+    else:
+        payload = measure_multi(args.events, ks=ks, repeats=args.repeats, labels=labels,
+                                check=args.check)
+    payload["quick"] = args.quick
+    payload["clock"] = CLOCK
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "driver_multi.json"
+    path.write_text(json.dumps({"machine": common.machine(), **payload}, indent=1,
+                               sort_keys=True))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

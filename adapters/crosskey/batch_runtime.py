@@ -2,11 +2,16 @@
 :meth:`~adapters.WindowDriver.advance_keys` for the commonest query, with the per-event and
 per-window work done once per call in NumPy over all keys instead of per key in Python.
 
-What it covers: one sliding or tumbling window spec; one output that is ``max``, ``min``,
-``sum`` or ``mean`` of a field (a kernel, :mod:`adapters.driver.kernels`); at most
-:data:`MAX_SLICES` slices per window; no forced algorithm; batches the
-columnar intake takes (:meth:`adapters.crosskey.columnar.ColumnarIntake.read`: ``(key, int time,
-{field: finite float})``, at least ``MIN_BATCH`` events); states that keep their event log.
+What it covers: one sliding or tumbling window spec; one or more outputs, each ``count`` of
+events or ``count`` (``nulls="skip"``), ``max``, ``min``, ``sum`` or ``mean`` of a field
+(kernels, :mod:`adapters.driver.kernels`), over one or more fields (a count of a field is the
+count of events here: the intake takes finite floats only); at most :data:`MAX_SLICES` slices
+per window; no forced algorithm; batches the columnar intake takes
+(:meth:`adapters.crosskey.columnar.ColumnarIntake.read`: ``(key, int time, {field: value,
+...})`` holding exactly the fields read, each field all finite floats or all int64 ints over
+the batch (a long column: max / min partials are then ints, as the per-key path's), at least
+``MIN_BATCH`` events; with several fields every dict's keys in one order); states that keep
+their event log.
 Anything else takes the per-key path, which is also the reference the tests compare with.
 
 Why: the per-key path touches every event several times in Python (a record tuple, the
@@ -14,21 +19,27 @@ pending buffer, the release, the fold) and makes a few structure calls per windo
 about 100 events per key and call those costs exceed what the engines' per-window
 assignment pays at one window per event (``docs/benchmarks.md``). Here, per call:
 
-* pending events of every key wait in three arrays sorted by (key id, time, arrival); late
-  events, the release (``time < watermark - allowed lateness``) and the grouping of the
-  released events into (key, slice) runs are array operations;
-* each run becomes a slice partial: ``max``/``min`` with ``numpy`` (a zero is refolded in
-  Python, so that of ``0.0`` and ``-0.0`` the older one wins, as with ``max``), ``sum`` and
-  ``mean`` with the kernel's fold (the exact partial of :mod:`swag_core.exact`, a Python
-  ``int``, held in an object array); a key's open slice (the one the boundary is inside)
-  continues with the kernel's fold;
+* pending events of every key wait in arrays sorted by (key id, time, arrival), one value
+  array per field; late events, the release (``time < watermark - allowed lateness``) and
+  the grouping of the released events into (key, slice) runs are array operations;
+* each run becomes a slice partial, one array per kind of output and field (:class:`_Comp`,
+  shared: ``sum`` and ``mean`` of a field share its exact sum): ``count`` the run's length
+  (int64), ``max``/``min`` with ``numpy`` (a zero is refolded in Python, so that of ``0.0``
+  and ``-0.0`` the older one wins, as with ``max``), ``sum`` and ``mean`` with the kernel's
+  fold (the exact partial of :mod:`swag_core.exact`, a Python ``int``, held in an object
+  array); a key's open slice (the one the boundary is inside) continues with the kernels'
+  folds. The per-key path's partial of a slice is the output's partial, or for several
+  outputs the tuple of them (:func:`swag_core.aggregation.product`): :meth:`BatchRuntime._join`
+  and :meth:`BatchRuntime._split` convert, so state moves between the paths unchanged;
 * closed slices of every key are arrays sorted by (key id, slice start): general stream
   slicing (:mod:`adapters.driver.time_lane`, Traub et al., EDBT 2019). A due window ``[e - range,
   e)`` is the reduction of its at most ``MAX_SLICES`` slices, all windows of the call in one
   ``ufunc.reduceat``: recalculation over slices, in C, which costs less than a
   ``swag_core`` structure's per-slice interpreter overhead while windows hold few slices.
-  Window sums add exact int partials (``np.add`` on Python ints), so NumPy's order changes
-  nothing: the rows equal the per-key path's bit for bit.
+  Window sums add exact int partials (``np.add`` on Python ints) and counts add int64, so
+  NumPy's order changes nothing; each array is reduced once for all windows, then the
+  lane's ``lower`` (a dict of every output for several) gives the row values: the rows
+  equal the per-key path's bit for bit.
 
 Everything else about a key goes through the driver's
 :class:`~adapters.driver.key_store.KeyStore`, the seam both paths share: loading (a key this
@@ -45,6 +56,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from typing import Any, NamedTuple
@@ -58,7 +70,11 @@ from adapters.driver.results import LateEvent, Output
 from adapters.driver.time_lane import TimeLane, due_window_ends, end_after
 from adapters.query.specs import AggSpec
 from adapters.state.backend import KeyState, StateBackend
-from adapters.state.codec import encode_entry, encode_float_record_segment
+from adapters.state.codec import (
+    encode_entry,
+    encode_float_record_segment,
+    encode_float_records_segment,
+)
 
 try:
     import numpy as np
@@ -148,15 +164,18 @@ class _New(NamedTuple):
     hi: list[int]
     #: per key position: its newest new event time (if it has one)
     newest: list[int]
-    #: the sorted times and values as little-endian bytes (log segments are slices of them)
+    #: the sorted times and each field's values as little-endian bytes (log segments are
+    #: slices of them; an int field's array itself), the fields in ``order``, the key order
+    #: of the events' dicts
     t_bytes: bytes
-    x_bytes: bytes
+    x_bytes: tuple[Any, ...]
     times: Any
-    values: Any
+    values: tuple[Any, ...]
+    order: tuple[str, ...]
 
 
 #: a call without new events
-_NO_NEW = _New({}, [], [], [], b"", b"", None, None)
+_NO_NEW = _New({}, [], [], [], b"", (), None, (), ())
 
 
 class _Runs:
@@ -197,30 +216,93 @@ class _Step:
         self.need_of: dict[int | float, int | float] = {}  # keys of a call mostly share B
 
 
+class _Comp(NamedTuple):
+    """One partial array of the closed slices (a column after ids and starts): the slice
+    partial of one kind of output, shared by the outputs of that kind (``sum`` and ``mean``
+    share the exact sum; the same fn twice shares it too)."""
+
+    #: ``"count"`` (int64: events per slice), ``"select"`` (float64: max / min) or
+    #: ``"exact"`` (object: the exact int partial of :mod:`swag_core.exact`)
+    kind: str
+    #: the NumPy dtype of the array and the Python type of the partial in the per-key path
+    dtype: Any
+    part_type: type
+    #: ``np.maximum`` / ``np.minimum`` (select), ``np.add`` (count), ``None`` (exact)
+    ufunc: Any
+    #: the output's kernel fold and fold_onto (:class:`~adapters.driver.kernels.Kernel`)
+    fold: Any
+    fold_onto: Any
+    #: the field it reads, as an index into the intake's fields (0 for a count of events)
+    col: int = 0
+
+
+def _in_int64(x: Any) -> bool:
+    return bool(_I64_MIN <= x <= _I64_MAX)
+
+
+def _comp_key(fn: str, field: str | None) -> tuple[str, str | None]:
+    # count of the field is the count of events here: the intake takes finite floats only
+    return ("exact" if fn in ("sum", "mean") else fn, None if fn == "count" else field)
+
+
 class BatchRuntime:
     """See the module docstring. Build it with :meth:`for_query` (``None``: not covered)."""
 
+    #: whether batches of int values (:attr:`BatchColumns.ints`) are taken
+    _TAKES_INTS = True
+
     def __init__(self, store: KeyStore, intake: ColumnarIntake, lane: TimeLane,
-                 fn: str, kernel: Kernel | None = None) -> None:
-        if kernel is None:
+                 fns: Sequence[str], kernels: Sequence[Kernel] | None = None) -> None:
+        if kernels is None:
             assert lane.kernels is not None
-            kernel = lane.kernels[0]
+            kernels = lane.kernels
         self._store = store
         self._intake = intake
         self._field = intake.field
+        #: the fields read: the pending arrays hold one value column per field
+        self._fields = intake.fields
+        #: per field: whether its values are ints (an int64 column; max / min partials are
+        #: ints), else floats: as the last batch read (:meth:`_set_types`)
+        self._ints = (False,) * len(self._fields)
         self._lane = lane
-        self._fn = fn
-        self._fold, self._fold_onto = kernel.fold, kernel.fold_onto
-        #: the ufunc of a selective fn (``None`` for sum / mean, whose partials are exact
-        #: ints in an object array)
-        self._select = {"max": np.maximum, "min": np.minimum}.get(fn)
-        self._part_type = np.float64 if self._select is not None else object
+        #: the partial arrays (:class:`_Comp`) and, per output, the index of its array
+        self._comps: list[_Comp] = []
+        self._of: list[int] = []
+        keys: dict[tuple[str, str | None], int] = {}
+        for fn, kernel in zip(fns, kernels, strict=True):
+            key = _comp_key(fn, kernel.field)
+            c = keys.get(key)
+            if c is None:
+                c = keys[key] = len(self._comps)
+                col = 0 if key[1] is None else self._fields.index(key[1])
+                self._comps.append(_Comp(
+                    "count", np.int64, int, np.add, kernel.fold, kernel.fold_onto, col)
+                    if fn == "count" else _Comp(
+                    "select", np.float64, float, np.maximum if fn == "max" else np.minimum,
+                    kernel.fold, kernel.fold_onto, col)
+                    if fn in ("max", "min") else _Comp(
+                    "exact", object, int, None, kernel.fold, kernel.fold_onto, col))
+            self._of.append(c)
+        #: per array: the first output that reads it (a partial's component)
+        self._first = [self._of.index(c) for c in range(len(self._comps))]
+        #: one output: the partial is its own (rows get row[out] = value); several: a tuple
+        #: of one partial per output (rows get row.update(lowered dict)), as the per-key path
+        self._single = len(self._of) == 1
+        #: per output: the index of the field it reads, or -1 (a count of events); the
+        #: pending records of several outputs hold a tuple of one raw value per output
+        self._reads = [-1 if k.field is None else self._fields.index(k.field)
+                       for k in kernels]
+        #: per field: the first output that reads it
+        self._vi = [self._reads.index(j) for j in range(len(self._fields))]
         self._g, self._base = lane.width, lane.base
         if lane.single:
             _, self._idx, self._r, self._s, self._e0 = lane.sliding[0]
-        assert lane.out is not None  # one output: rows get row[out] = value
-        self._out: str = lane.out
+        assert (lane.out is not None) == self._single
+        self._out = lane.out
         self._lower = lane.aggregation.lower_fn
+        #: one max / min output: its results are its partials (no lowering)
+        self._raw_results = self._single and self._comps[0].kind == "select"
+        self._float_comps = list(self._comps)
         self._lateness = store.lateness
         #: the cached keys, least recently used first (bounded by ``store.max_cached``
         #: after each call)
@@ -231,12 +313,23 @@ class BatchRuntime:
         self._next_id = 0
         self._clear_arrays()
 
+    def _set_types(self, ints: tuple[bool, ...]) -> None:
+        """Hold the fields as ints (``True``) or floats from now on: the max / min partials
+        of an int field are ints (an int64 array), as the per-key path's. Every key is
+        dropped (reloaded from its state, where partials of the other type make the call
+        run per key until they are gone)."""
+        self._ints = ints
+        self._comps = [c._replace(dtype=np.int64, part_type=int)
+                       if c.kind == "select" and ints[c.col] else c for c in self._float_comps]
+        self.drop()
+
     def _clear_arrays(self) -> None:
         i64, f64 = np.zeros(0, np.int64), np.zeros(0, np.float64)
-        # pending events of every key, sorted by (key id, time, arrival): (ids, times, values)
-        self._pending: tuple[Any, ...] = (i64, i64, f64)
-        # closed slices, sorted by (key id, start): (ids, starts, partials)
-        self._closed: tuple[Any, ...] = (i64, i64, np.zeros(0, self._part_type))
+        # pending events of every key, sorted by (key id, time, arrival): (ids, times, one
+        # value array per field, int64 for int fields)
+        self._pending: tuple[Any, ...] = (i64, i64, *[i64 if i else f64 for i in self._ints])
+        # closed slices, sorted by (key id, start): (ids, starts, *partial arrays)
+        self._closed: tuple[Any, ...] = (i64, i64, *[np.zeros(0, c.dtype) for c in self._comps])
 
     @classmethod
     def for_query(cls, store: KeyStore, intake: ColumnarIntake,
@@ -246,19 +339,27 @@ class BatchRuntime:
         it does not cover it."""
         lanes = store.lanes
         if (np is None or forced is not None or len(lanes) != 1
-                or not isinstance(lanes[0], TimeLane) or len(aggregations) != 1):
+                or not isinstance(lanes[0], TimeLane)):
             return None
         lane = lanes[0]
         kernels = lane.kernels
-        if not lane.single or kernels is None or len(kernels) != 1 or kernels[0].field is None:
+        if not lane.single or kernels is None or len(kernels) != len(aggregations):
             return None
-        fn = aggregations[0].fn
-        if fn not in _FNS or lane.sliding[0][2] // lane.width > MAX_SLICES:
+        fns = [a.fn or "" for a in aggregations]
+        for fn, kernel in zip(fns, kernels):
+            # count of events reads no field; the others (count of the field included) read
+            # the intake's one field
+            if not ((fn == "count" and kernel.field is None)
+                    or ((fn in _FNS or fn == "count") and kernel.field in intake.fields)):
+                return None
+        if all(k.field is None for k in kernels) or \
+                lane.sliding[0][2] // lane.width > MAX_SLICES:
             return None
         probe = object()
-        if fn in ("max", "min") and lane.aggregation.lower_fn(probe) is not probe:
-            return None  # max and min results are their partials
-        return cls(store, intake, lane, fn)
+        if len(fns) == 1 and fns[0] in ("max", "min") and \
+                lane.aggregation.lower_fn(probe) is not probe:
+            return None  # one max or min output: results are its partials
+        return cls(store, intake, lane, fns)
 
     # ------------------------------------------------------------------ cache
     def drop(self, key: Hashable | None = None) -> None:
@@ -298,10 +399,36 @@ class BatchRuntime:
             self._drop_keys(list(itertools.islice(cached, len(cached) - bound)))
 
     def _components(self, part: Any) -> tuple[Any, ...]:
-        """A slice partial as the closed arrays' components, checked to fit them exactly."""
-        if type(part) is (float if self._select is not None else int):
-            return (part,)
-        raise _NotCovered  # e.g. int values of max/min the per-key path took: keep them
+        """A slice partial of the per-key path as one value per partial array, checked to fit
+        them exactly (:class:`_NotCovered` if not: e.g. int values of max / min the per-key
+        path took, or a ``None`` partial of a skipping output)."""
+        if self._single:
+            parts: Any = (part,)
+        elif type(part) is tuple and len(part) == len(self._of):
+            parts = part
+        else:
+            raise _NotCovered
+        comps: list[Any] = [None] * len(self._comps)
+        for j, c in enumerate(self._of):
+            p: Any = parts[j]
+            comp = self._comps[c]
+            if type(p) is not comp.part_type or (comp.dtype is np.int64 and not _in_int64(p)):
+                raise _NotCovered  # (an int partial beyond int64: the per-key path took it)
+            if self._first[c] != j:  # an array shared by outputs: the same partial
+                q = comps[c]
+                if p != q or (type(p) is float and math.copysign(1.0, p) !=
+                              math.copysign(1.0, q)):
+                    raise _NotCovered
+            comps[c] = p
+        return tuple(comps)
+
+    def _split(self, part: Any) -> list[Any]:
+        """A partial this runtime made as one value per partial array (unchecked)."""
+        return [part] if self._single else [part[j] for j in self._first]
+
+    def _join(self, comps: Sequence[Any]) -> Any:
+        """The per-key path's partial of one value per partial array."""
+        return comps[0] if self._single else tuple([comps[c] for c in self._of])
 
     def _key(self, key: Any, state: KeyState, reload: list[tuple[int, Any, Any]]) -> _Key:
         """The key's runtime, loaded from state if it is not cached or does not match the
@@ -358,24 +485,38 @@ class BatchRuntime:
         k.open_start, k.open_acc = ls.open_start, ls.open_acc
         return pending, closed
 
-    def _pending_pairs(self, rt: KeyRuntime) -> list[tuple[int, float]]:
-        """The per-key runtime's pending events as ``(time, float value)`` sorted by (time,
-        arrival); :class:`_NotCovered` if a value is not a float."""
+    def _pending_pairs(self, rt: KeyRuntime) -> list[tuple[Any, ...]]:
+        """The per-key runtime's pending events as ``(time, float value of each field)``
+        sorted by (time, arrival); :class:`_NotCovered` if a value is not a float."""
         pending = sorted(rt.pending, key=lambda rec: rec[0])  # stable: (time, arrival)
-        if any(type(rec[1]) is not float for rec in pending):
-            raise _NotCovered  # e.g. NumPy floats the per-key path holds as they came
-        return pending
+        types = [int if i else float for i in self._ints]
+        if self._single:
+            want = types[0]
+            if any(type(rec[1]) is not want for rec in pending):
+                raise _NotCovered  # e.g. NumPy floats the per-key path holds as they came
+            if want is int and any(not _I64_MIN <= rec[1] <= _I64_MAX for rec in pending):
+                raise _NotCovered
+            return pending
+        # several outputs: a tuple of each output's field value, or None (counts of events)
+        vi, reads = self._vi, self._reads
+        out = []
+        for t, raw in pending:
+            xs = [raw[i] for i in vi]
+            if any(type(x) is not w or (w is int and not _I64_MIN <= x <= _I64_MAX)
+                   for x, w in zip(xs, types)) or any(
+                    (y is not xs[j]) if j >= 0 else (y is not None) for y, j in zip(raw, reads)):
+                raise _NotCovered  # e.g. a missing value (None) of a skipping output
+            out.append((t, *xs))
+        return out
 
     def _replace(self, reload: list[tuple[int, Any, Any]]) -> None:
         """Put the rows of reloaded keys in place of what the arrays held for them."""
         ids = np.array([ident for ident, _, _ in reload], np.int64)
         pending = _take(self._pending, ~np.isin(self._pending[0], ids))
         closed = _take(self._closed, ~np.isin(self._closed[0], ids))
-        recs = [(ident, t, x) for ident, p, _ in reload for t, x in p]
+        recs = [(ident, *rec) for ident, p, _ in reload for rec in p]
         if recs:
-            events = (np.array([r[0] for r in recs], np.int64),
-                      np.array([r[1] for r in recs], np.int64),
-                      np.array([r[2] for r in recs], np.float64))
+            events = tuple(np.array(c, x.dtype) for c, x in zip(zip(*recs), pending))
             pending = _merge(pending, _take(events, key_time_order(events[0], events[1])))
         slices = [(ident, start, *parts) for ident, _, c in reload for start, parts in c]
         if slices:
@@ -392,6 +533,11 @@ class BatchRuntime:
         cols = self._intake.read(events)
         if cols is None:
             return False
+        ints = cols.ints or (False,)
+        if ints != self._ints:
+            if any(ints) and not self._TAKES_INTS:
+                return False
+            self._set_types(ints)
         return self._run(cols.keys, backend, watermark, out, cols, cols.keys)
 
     def advance(self, keys: Sequence[Any], backend: StateBackend, watermark: int | float,
@@ -496,7 +642,8 @@ class BatchRuntime:
         into the pending arrays."""
         late_of: dict[int, list[LateEvent]] = {}
         ev_id = ids[cols.codes]
-        t, x = cols.times, cols.values
+        t = cols.times
+        xs = [cols.values] if len(self._fields) == 1 else list(cols.values)
         late = (t < bound[ev_id]) | beyond[ev_id]
         if late.any():
             at = np.flatnonzero(late)
@@ -504,21 +651,28 @@ class BatchRuntime:
                 late_of.setdefault(code, []).append(
                     LateEvent(keys[code], time, cols.events[i][2]))
             ok = ~late
-            ev_id, t, x = ev_id[ok], t[ok], x[ok]
+            ev_id, t = ev_id[ok], t[ok]
+            xs = [x[ok] for x in xs]
         order = key_time_order(ev_id, t)  # ties stay in arrival order
-        new = (ev_id[order], t[order], x[order])
+        new = (ev_id[order], t[order], *[x[order] for x in xs])
         lo = np.searchsorted(new[0], ids, "left").tolist()
         hi = np.searchsorted(new[0], ids, "right").tolist()
         newest = new[1][np.maximum(np.array(hi) - 1, 0)].tolist() if len(t) else []
         self._pending = _merge(self._pending, new)
+        # the log holds the fields in the events' own key order
+        fields = self._fields
+        keys_order = cols.order or fields
+        values = tuple(new[2 + fields.index(f)] for f in keys_order)
+        # float columns as packed bytes; int columns stay arrays (the log holds them as JSON)
         return _New(late_of, lo, hi, newest, new[1].astype("<i8", copy=False).tobytes(),
-                    new[2].astype("<f8", copy=False).tobytes(), new[1], new[2])
+                    tuple(v if v.dtype == np.int64 else v.astype("<f8", copy=False).tobytes()
+                          for v in values), new[1], values, keys_order)
 
     def _runs(self, released: tuple[Any, ...], ks: list[_Key], ids: Any) -> _Runs:
         """The released events as (key, slice) runs with their slice partials; a key's
         first run that continues its open slice is left for :meth:`_advance_key`."""
         runs = _Runs(len(ks))
-        rid, rtime, rx = released
+        rid, rtime, *rx = released
         if not len(rid):
             return runs
         g, base = self._g, self._base
@@ -608,11 +762,18 @@ class BatchRuntime:
         entry for one event, else one packed segment; counted in ``k``."""
         n = e - a
         if n == 1:  # what the per-key path writes for one event
-            data = encode_entry([int(new.times[a])], [{self._field: float(new.values[a])}])
+            data = encode_entry([int(new.times[a])],
+                                [{f: v[a].item() for f, v in zip(new.order, new.values)}])
         else:
-            segment = encode_float_record_segment(
-                self._field, n, new.t_bytes[8 * a:8 * e], new.x_bytes[8 * a:8 * e])
-            assert segment is not None  # the columnar intake checked the field
+            if len(new.order) == 1 and type(new.x_bytes[0]) is bytes:  # one float field
+                segment = encode_float_record_segment(
+                    new.order[0], n, new.t_bytes[8 * a:8 * e], new.x_bytes[0][8 * a:8 * e])
+            else:
+                segment = encode_float_records_segment(
+                    new.order, n, new.t_bytes[8 * a:8 * e],
+                    [x[8 * a:8 * e] if type(x) is bytes else x[a:e].tolist()
+                     for x in new.x_bytes])
+            assert segment is not None  # the columnar intake checked the fields
             data = segment
         entry = (newest, k.seq, data)
         heapq.heappush(k.segments, (newest, k.seq))
@@ -620,49 +781,78 @@ class BatchRuntime:
         return entry
 
     # ------------------------------------------------------------------ slices
-    def _reduce(self, ufunc: Any, values: Any, lo: Any, hi: Any) -> Any:
+    def _reduce(self, ufunc: Any, values: Any, lo: Any, hi: Any, fold: Any = None) -> Any:
         """``ufunc.reduce(values[lo[j]:hi[j]])`` for every j (``hi > lo``), ranges in any
         order (``reduceat`` on interleaved bounds). For ``maximum``/``minimum`` a zero result
-        is refolded by the kernel, so that of ``0.0`` and ``-0.0`` the older wins, as the
-        per-key path's ``max`` does (``0.0 == -0.0``: NumPy may return either)."""
+        is refolded by the kernel's ``fold``, so that of ``0.0`` and ``-0.0`` the older wins,
+        as the per-key path's ``max`` does (``0.0 == -0.0``: NumPy may return either)."""
         bounds = np.empty(2 * len(lo), np.int64)
         bounds[0::2] = lo
         bounds[1::2] = hi
         out = ufunc.reduceat(np.append(values, values.dtype.type(0)), bounds)[0::2]
-        if ufunc is not np.add:
+        if ufunc is not np.add and values.dtype == np.float64:
             for j in np.flatnonzero(out == 0).tolist():
-                out[j] = self._fold(values[lo[j]:hi[j]].tolist(), int(hi[j] - lo[j]))
+                out[j] = fold(values[lo[j]:hi[j]].tolist(), int(hi[j] - lo[j]))
         return out
 
-    def _run_partials(self, rx: Any, run_at: Any, run_end: Any, goes_on: Any) -> list[Any]:
-        """Slice partials of the runs ``rx[run_at[j]:run_end[j]]`` as component arrays;
-        sums of the runs that continue an open slice (``goes_on``) are left at 0 (the caller
-        folds them onto the open slice)."""
-        fn = self._fn
-        if fn in ("max", "min"):
-            return [self._reduce(self._select, rx, run_at, run_end)]
-        xs = rx.tolist()
-        fold = self._fold
-        parts = np.empty(len(run_at), object)
-        parts[:] = [0 if skip else fold(xs[a:e], e - a)
-                    for a, e, skip in zip(run_at.tolist(), run_end.tolist(), goes_on.tolist())]
-        return [parts]
+    def _run_partials(self, rx: list[Any], run_at: Any, run_end: Any,
+                      goes_on: Any) -> list[Any]:
+        """Slice partials of the runs ``rx[field][run_at[j]:run_end[j]]``, one array per
+        :class:`_Comp`; exact sums of the runs that continue an open slice (``goes_on``) are
+        left at 0 (the caller folds them onto the open slice)."""
+        arrays: list[Any] = []
+        lists: dict[int, list[float]] = {}
+        for comp in self._comps:
+            if comp.kind == "count":
+                arrays.append(run_end - run_at)
+            elif comp.kind == "select":
+                arrays.append(self._reduce(comp.ufunc, rx[comp.col], run_at, run_end,
+                                           comp.fold))
+            else:
+                xs = lists.get(comp.col)
+                if xs is None:
+                    xs = lists[comp.col] = rx[comp.col].tolist()
+                fold = comp.fold
+                parts = np.empty(len(run_at), object)
+                parts[:] = [0 if skip else fold(xs[a:e], e - a) for a, e, skip in
+                            zip(run_at.tolist(), run_end.tolist(), goes_on.tolist())]
+                arrays.append(parts)
+        return arrays
 
     def _continue(self, acc: Any, runs: _Runs, j: int) -> Any:
-        """The open slice's partial ``acc`` folded on with run ``j``: for ``max``/``min``
-        the older operand of a tie is ``acc``, so combining with the run's partial is the
-        same left fold; sums add the run's exact partial."""
-        if self._fn in ("max", "min"):
-            part = float(runs.parts[0][j])
-            return self._fold_onto(acc, (part,), 1)
+        """The open slice's partial ``acc`` folded on with run ``j``, each array's kind by
+        its kernel: for ``max``/``min`` the older operand of a tie is ``acc``, so combining
+        with the run's partial is the same left fold; counts add the run's length; sums add
+        the run's exact partial."""
+        if self._single:  # (the single-output path without the loop: once per key and call)
+            return self._continue_one(self._comps[0], acc, runs.parts[0], runs, j)
+        return self._join([self._continue_one(comp, part, arr, runs, j) for comp, part, arr
+                           in zip(self._comps, self._split(acc), runs.parts)])
+
+    @staticmethod
+    def _continue_one(comp: _Comp, part: Any, arr: Any, runs: _Runs, j: int) -> Any:
+        """One partial array's part of :meth:`_continue` (``arr``: its run partials)."""
+        if comp.kind == "select":
+            return comp.fold_onto(part, (comp.part_type(arr[j]),), 1)
         a, e = int(runs.at[j]), int(runs.end[j])
-        return self._fold_onto(acc, runs.x[a:e].tolist(), e - a)
+        if comp.kind == "count":
+            return comp.fold_onto(part, (), e - a)
+        return comp.fold_onto(part, runs.x[comp.col][a:e].tolist(), e - a)
 
-    def _get_part(self, comps: list[Any], j: int) -> Any:
-        return float(comps[0][j]) if self._select is not None else comps[0][j]
+    def _get_part(self, arrays: list[Any], j: int) -> Any:
+        """The per-key path's partial of row ``j`` of the partial arrays."""
+        if self._single:
+            comp = self._comps[0]
+            return arrays[0][j] if comp.kind == "exact" else comp.part_type(arrays[0][j])
+        return self._join([arr[j] if comp.kind == "exact" else comp.part_type(arr[j])
+                           for comp, arr in zip(self._comps, arrays)])
 
-    def _set_part(self, comps: list[Any], j: int, part: Any) -> None:
-        comps[0][j] = part
+    def _set_part(self, arrays: list[Any], j: int, part: Any) -> None:
+        if self._single:
+            arrays[0][j] = part
+            return
+        for arr, value in zip(arrays, self._split(part)):
+            arr[j] = value
 
     def _add_closed(self, runs: _Runs, closing: list[tuple[int, int, Any]]) -> None:
         """Add the runs that close and the open slices that closed to the closed arrays."""
@@ -671,9 +861,12 @@ class BatchRuntime:
             parts.append(_take((runs.ids, runs.starts, *runs.parts), runs.closes))
         if closing:
             ident, start, part = zip(*closing)
-            partials = np.empty(len(part), self._part_type)
-            partials[:] = part
-            parts.append((np.array(ident, np.int64), np.array(start, np.int64), partials))
+            arrays = []
+            for comp, values in zip(self._comps, zip(*map(self._split, part))):
+                arr = np.empty(len(part), comp.dtype)
+                arr[:] = values
+                arrays.append(arr)
+            parts.append((np.array(ident, np.int64), np.array(start, np.int64), *arrays))
         new = parts[0] if len(parts) == 1 else tuple(
             np.concatenate(pair) for pair in zip(*parts))
         if closing:  # in call order, not key order
@@ -758,26 +951,39 @@ class BatchRuntime:
             ends, pos_arr, w_lo, w_hi = ends[full], pos_arr[full], w_lo[full], w_hi[full]
         values = self._window_values(closed, w_lo, w_hi)
         idx, name = self._idx, self._out
-        rows.extend([{"window": idx, "key": keys[p], "start": e - r, "end": e, name: v}
-                     for p, e, v in zip(pos_arr.tolist(), ends.tolist(), values)])
+        if name is not None:
+            rows.extend([{"window": idx, "key": keys[p], "start": e - r, "end": e, name: v}
+                         for p, e, v in zip(pos_arr.tolist(), ends.tolist(), values)])
+        else:  # several outputs: the lowered dict of each window, as the per-key path
+            rows.extend([{"window": idx, "key": keys[p], "start": e - r, "end": e, **v}
+                         for p, e, v in zip(pos_arr.tolist(), ends.tolist(), values)])
 
     def _window_values(self, closed: tuple[Any, ...], lo: Any, hi: Any) -> list[Any]:
         """Lowered aggregates of the closed slices ``lo[j] .. hi[j] - 1``, all windows at
-        once (``hi > lo``)."""
-        if self._select is not None:
-            return self._reduce(self._select, closed[2], lo, hi).tolist()
-        parts = closed[2]
+        once (``hi > lo``): one reduction per partial array, then the lane's ``lower`` (a
+        dict of the outputs, for several)."""
+        per_comp = []
+        for comp, arr in zip(self._comps, closed[2:]):
+            if comp.kind == "select":
+                per_comp.append(self._reduce(comp.ufunc, arr, lo, hi, comp.fold).tolist())
+            else:
+                per_comp.append(self._sums(arr, lo, hi))
+        if self._raw_results:
+            return per_comp[0]
+        if self._single:
+            return list(map(self._lower, per_comp[0]))
+        return list(map(self._lower, zip(*[per_comp[c] for c in self._of])))
+
+    def _sums(self, parts: Any, lo: Any, hi: Any) -> list[int]:
+        """Sums of the counts (int64) or exact partials (Python ints) ``parts[lo[j]:hi[j]]``
+        as Python ints: exact either way, so NumPy's order changes nothing."""
         if int((hi - lo).sum()) > len(parts):
-            # Exact sums are invertible: a window is the difference of two prefix sums, one
-            # big-int addition per closed slice instead of one per slice of every window
-            # (the same ints: the partials are exact).
-            prefix = np.empty(len(parts) + 1, object)
-            prefix[0] = 0
+            # Sums are invertible: a window is the difference of two prefix sums, one
+            # addition per closed slice instead of one per slice of every window.
+            prefix = np.zeros(len(parts) + 1, parts.dtype)
             np.cumsum(parts, out=prefix[1:])
-            sums = (prefix[hi] - prefix[lo]).tolist()
-        else:
-            sums = self._reduce(np.add, parts, lo, hi).tolist()
-        return list(map(self._lower, sums))
+            return (prefix[hi] - prefix[lo]).tolist()
+        return self._reduce(np.add, parts, lo, hi).tolist()
 
     # ------------------------------------------------------------------ timers
     def _timers(self, keys: list[Any], ks: list[_Key], ids: Any,

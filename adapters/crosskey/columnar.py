@@ -5,10 +5,13 @@ query shape.
 What it covers: kernel mode (:mod:`adapters.driver.kernels`: every output is ``max``, ``min``,
 ``sum`` or ``mean`` of one field, or ``count`` of events, every window a sliding/tumbling window)
 where all outputs that read a field read the **same field**, and a batch whose events are all
-``(key, int time, {field: float})`` with finite floats. Anything else, and any batch with one
-irregular event, takes the general per-key path (:class:`adapters.driver.intake.Intake`), which
-also reports bad events; so results and errors never depend on which path ran. Without NumPy the
-general path always runs.
+``(key, int time, {field: float})`` with finite floats. Queries over several fields are read
+too (:meth:`ColumnarIntake.read_fields`, in Python: events ``(key, int time, {field: float,
+...})`` holding exactly those fields, in one key order), for the cross-key batch runtime
+only: :meth:`ColumnarIntake.split` leaves them to the general path. Anything else, and any
+batch with one irregular event, takes the general per-key path
+(:class:`adapters.driver.intake.Intake`), which also reports bad events; so results and errors
+never depend on which path ran. Without NumPy the general path always runs.
 
 Why: the general path handles one key at a time, so each of its C-level passes walks that key's
 events, spread over the whole batch in memory (a few MB for 10^4 events). This intake reads
@@ -37,7 +40,11 @@ from typing import Any, NamedTuple
 
 from adapters.driver.intake import Accepted, Intake
 from adapters.driver.results import LateEvent
-from adapters.state.codec import encode_entry, encode_float_record_segment
+from adapters.state.codec import (
+    encode_entry,
+    encode_float_record_segment,
+    encode_float_records_segment,
+)
 
 try:  # optional: engines ship NumPy, the core does not need it
     import numpy as np
@@ -71,6 +78,12 @@ class BatchColumns(NamedTuple):
     values: Any
     #: the batch itself (event ``i`` is ``events[i]``; its value ``events[i][2]``)
     events: Sequence[Any]
+    #: several fields (:attr:`ColumnarIntake.fields`): ``values`` is a list of one array per
+    #: field in the intake's field order, and this is the key order of every event's dict
+    order: tuple[str, ...] = ()
+    #: per field (intake order): whether its values are all ``int`` (an int64 array), else
+    #: all finite floats; ``()``: one float field (the compiled reader's batches)
+    ints: tuple[bool, ...] = ()
 
 
 class KeyColumns:
@@ -93,6 +106,17 @@ class KeyColumns:
         self.values = values
         self.time_bytes = time_bytes
         self.value_bytes = value_bytes
+
+
+def _kind(xs: Sequence[Any], m: int) -> Any:
+    """``np.float64`` if the ``m`` values ``xs`` are all floats, ``np.int64`` if all ints
+    (``bool`` is not one), else ``None``."""
+    types = list(map(type, xs))
+    if types.count(float) == m:
+        return np.float64
+    if types.count(int) == m:
+        return np.int64
+    return None
 
 
 def key_time_order(codes: Any, times: Any) -> Any:
@@ -124,7 +148,11 @@ class ColumnarIntake:
     Build it with :meth:`for_intake`, which returns ``None`` when the query is not covered.
     """
 
-    def __init__(self, field: str, reads_field: list[bool]) -> None:
+    def __init__(self, field: str, reads_field: list[bool],
+                 fields: tuple[str, ...] | None = None) -> None:
+        #: the fields read (the first is ``field``); with several, :meth:`read` gives all of
+        #: them for the batch runtime and :meth:`split` leaves batches to the general path
+        self.fields = fields if fields is not None else (field,)
         self.field = field
         self._get_field = operator.itemgetter(field)
         #: per output: reads the field (else a field-less count, whose raw value is None);
@@ -133,21 +161,19 @@ class ColumnarIntake:
 
     @classmethod
     def for_intake(cls, intake: Intake) -> ColumnarIntake | None:
-        """The columnar intake of a query, or ``None`` (no NumPy, not kernel mode, or
-        several fields)."""
+        """The columnar intake of a query, or ``None`` (no NumPy, not kernel mode)."""
         kernels = intake.kernels
         if np is None or kernels is None:
             return None
         # kernel mode has no OVER or policy lanes, so records never carry event values
         assert not intake.with_values
-        fields = {k.field for k in kernels} - {None}
-        if len(fields) != 1:
+        fields = tuple(dict.fromkeys(k.field for k in kernels if k.field is not None))
+        if not fields:
             return None
-        (field,) = fields
-        assert field is not None
-        if encode_float_record_segment(field, 2, b"", b"") is None:
+        if any(encode_float_record_segment(f, 2, b"", b"") is None for f in fields):
             return None  # not storable as a packed header key
-        return cls(field, [k.field is not None for k in kernels])
+        return cls(fields[0], [k.field is not None for k in kernels],
+                   fields if len(fields) > 1 else None)
 
     def read(self, events: Sequence[Any]) -> BatchColumns | None:
         """The batch as columns in arrival order, or ``None`` if it is small or irregular
@@ -158,6 +184,8 @@ class ColumnarIntake:
         Python reader decides (:meth:`read_python`): the same columns either way."""
         if len(events) < MIN_BATCH:
             return None
+        if len(self.fields) > 1:
+            return self.read_fields(events)
         reader = compiled_reader
         got = reader.read_columns(events, self.field) if reader is not None else None
         if got is None:
@@ -175,7 +203,7 @@ class ColumnarIntake:
         n = len(events)
         keys: list[Any] = []
         time_parts = []
-        value_parts = []
+        value_parts: list[Any] = []
         get_field = self._get_field
         try:
             # Chunks small enough to stay in the CPU cache across the checks' passes: each
@@ -190,29 +218,88 @@ class ColumnarIntake:
                         list(map(len, vs)).count(1) != m:
                     return None
                 xs = list(map(get_field, vs))  # KeyError: not all {field: ...}
-                if list(map(type, xs)).count(float) != m:
-                    return None
+                kind = _kind(xs, m)
+                if kind is None or (at and kind is not value_parts[0].dtype.type):
+                    return None  # not all floats or all ints (over the whole batch)
                 time_parts.append(np.array(ts, dtype=np.int64))  # OverflowError: > 64 bits
-                value_parts.append(np.array(xs, dtype=np.float64))
+                value_parts.append(np.array(xs, dtype=kind))  # OverflowError: an int > 64 bits
                 keys.extend(ks)
             first_seen = list(dict.fromkeys(keys))  # TypeError: an unhashable key
         except (TypeError, ValueError, KeyError, OverflowError):
             return None
         x = np.concatenate(value_parts)
-        if not np.isfinite(x).all():
+        ints = x.dtype == np.int64
+        if not ints and not np.isfinite(x).all():
             return None  # NaN / inf: the general path decides (lifts may refuse them)
         code_of = {k: i for i, k in enumerate(first_seen)}
         code_type = np.int16 if len(first_seen) < _INT16_KEYS else np.intp
         codes = np.fromiter(map(code_of.__getitem__, keys), dtype=code_type, count=n)
-        return BatchColumns(first_seen, codes, np.concatenate(time_parts), x, events)
+        return BatchColumns(first_seen, codes, np.concatenate(time_parts), x, events,
+                            (), (bool(ints),))
+
+    def read_fields(self, events: Sequence[Any]) -> BatchColumns | None:
+        """:meth:`read` of several fields (in Python, NumPy for the conversions): every
+        event ``(key, int time, dict)`` whose dict holds exactly the fields, each field all
+        finite floats or all ints (int64) over the batch, with its keys in the order of the
+        first event's (so a log segment of them is what
+        :func:`~adapters.state.codec.encode_entry` writes)."""
+        n = len(events)
+        fields = self.fields
+        nf = len(fields)
+        keys: list[Any] = []
+        time_parts = []
+        columns: list[list[Any]] = [[] for _ in fields]  # per field (key order): its parts
+        order: tuple[str, ...] | None = None
+        try:
+            for at in range(0, n, _CHUNK):
+                chunk = events[at:at + _CHUNK]
+                m = len(chunk)
+                ks, ts, vs = zip(*chunk, strict=True)
+                if list(map(type, ts)).count(int) != m or \
+                        list(map(type, vs)).count(dict) != m:
+                    return None
+                if order is None:
+                    order = tuple(vs[0])
+                    if len(order) != nf or set(order) != set(fields):
+                        return None  # other fields
+                    get = operator.itemgetter(*order)
+                if list(map(tuple, vs)).count(order) != m:
+                    return None  # other keys, or the same in another order
+                for parts, xs in zip(columns, zip(*map(get, vs))):
+                    kind = _kind(xs, m)
+                    if kind is None or (at and kind is not parts[0].dtype.type):
+                        return None
+                    parts.append(np.array(xs, dtype=kind))  # OverflowError: > 64 bits
+                time_parts.append(np.array(ts, dtype=np.int64))  # OverflowError: > 64 bits
+                keys.extend(ks)
+            first_seen = list(dict.fromkeys(keys))  # TypeError: an unhashable key
+        except (TypeError, ValueError, KeyError, OverflowError):
+            return None
+        assert order is not None
+        by_key = [np.concatenate(parts) for parts in columns]
+        kinds = [x.dtype == np.int64 for x in by_key]
+        if not all(k or np.isfinite(x).all() for k, x in zip(kinds, by_key)):
+            return None
+        if encode_float_records_segment(order, 2, b"", [[] if k else b"" for k in kinds]) \
+                is None:
+            return None  # not storable as one packed header
+        at_of = {f: i for i, f in enumerate(order)}
+        values = [by_key[at_of[f]] for f in fields]
+        code_of = {k: i for i, k in enumerate(first_seen)}
+        code_type = np.int16 if len(first_seen) < _INT16_KEYS else np.intp
+        codes = np.fromiter(map(code_of.__getitem__, keys), dtype=code_type, count=n)
+        return BatchColumns(first_seen, codes, np.concatenate(time_parts), values, events,
+                            order, tuple(bool(kinds[at_of[f]]) for f in fields))
 
     def split(self, events: Sequence[Any]) -> list[tuple[Any, KeyColumns]] | None:
         """``(key, columns)`` per key in order of first appearance, or ``None`` if the batch
-        is small or irregular (see :meth:`read`)."""
-        cols = self.read(events)
-        if cols is None:
+        is small or irregular (see :meth:`read`) or the query reads several fields."""
+        if len(self.fields) > 1:
             return None
-        first_seen, codes, t, x, _ = cols
+        cols = self.read(events)
+        if cols is None or any(cols.ints):
+            return None  # (ints: the batch runtime only)
+        first_seen, codes, t, x = cols[:4]
         by_time = key_time_order(codes, t)
         bounds = np.concatenate(([0], np.cumsum(np.bincount(codes)))).tolist()
         t = t[by_time]

@@ -49,11 +49,17 @@ _VALUE = operator.itemgetter(2)
 class OverBatchRuntime(BatchRuntime):
     """See the module docstring. Build it with :meth:`for_over` (``None``: not covered)."""
 
+    #: batches of int values take the per-key path (rows rebuild the event from a float)
+    _TAKES_INTS = False
+
     def __init__(self, store: KeyStore, intake: ColumnarIntake, lane: TimeLane,
                  spec: AggSpec) -> None:
         kernel = kernel_for(spec)
         assert kernel is not None and spec.fn is not None
-        super().__init__(store, intake, lane, spec.fn, kernel)
+        super().__init__(store, intake, lane, [spec.fn], [kernel])
+        #: ``np.maximum`` / ``np.minimum`` for max / min, else ``None`` (exact sums)
+        comp = self._comps[0]
+        self._select = comp.ufunc if comp.kind == "select" else None
         (self._idx, window), = lane.specs
         assert isinstance(window, OverWindow)
         self._range = window.range
@@ -94,13 +100,15 @@ class OverBatchRuntime(BatchRuntime):
             return False  # not triples of dicts: the per-key path reports it
         return super().process(events, backend, watermark, out)
 
-    def _run_partials(self, rx: Any, run_at: Any, run_end: Any, goes_on: Any) -> list[Any]:
+    def _run_partials(self, columns: list[Any], run_at: Any, run_end: Any,
+                      goes_on: Any) -> list[Any]:
         """As the base's; the exact partials of sums and means (each run usually one event:
         an OVER lane's slices are its distinct times) from vectorized fixed-point values
         (:func:`~adapters.crosskey.over_runtime.float_partials`, ``lift_float`` of each
         value) added per run, the same ints the kernel's fold gives."""
+        (rx,) = columns  # one field
         if self._select is not None or not len(rx) or not np.isfinite(rx).all():
-            return super()._run_partials(rx, run_at, run_end, goes_on)
+            return super()._run_partials(columns, run_at, run_end, goes_on)
         lifted = float_partials(rx)
         parts = np.empty(len(run_at), object)
         if len(run_at) == len(rx):
@@ -110,7 +118,7 @@ class OverBatchRuntime(BatchRuntime):
         parts[goes_on] = 0  # continued by the caller (never with one-millisecond slices)
         return [parts]
 
-    def _pending_pairs(self, rt: KeyRuntime) -> list[tuple[int, float]]:
+    def _pending_pairs(self, rt: KeyRuntime) -> list[tuple[Any, ...]]:
         """The per-key runtime's pending events as ``(time, float)`` from their values
         (an OVER lane's records hold the lifted value and the event's value);
         :class:`_NotCovered` for a value that is not a dict of one float, or is NaN (a
@@ -136,7 +144,7 @@ class OverBatchRuntime(BatchRuntime):
         closed = self._closed
         lo, hi = frames_at(closed[0], closed[1], rid, rtime, self._range)
         if self._select is not None:
-            values = range_extreme(self._fn == "max", closed[2], None, lo, hi)
+            values = range_extreme(self._select is np.maximum, closed[2], None, lo, hi)
         else:
             values = np.empty(len(lo), object)
             values[:] = self._window_values(closed, lo, hi)
@@ -147,6 +155,7 @@ class OverBatchRuntime(BatchRuntime):
         for i, key in enumerate(keys):  # (a slice assignment would unpack tuple keys)
             key_of[i] = key
         idx, name, field = self._idx, self._out, self._field
+        assert name is not None  # one output
         rows.extend([{"window": idx, "key": k, "time": t, "event": {field: x}, name: v}
                      for k, t, x, v in zip(key_of[pos_of[rid[order]]].tolist(),
                                            rtime[order].tolist(), rx[order].tolist(),

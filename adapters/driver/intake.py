@@ -144,10 +144,8 @@ class Intake:
         single output, or a tuple of one field per output)."""
         assert self.kernels is not None
         if self.single:
-            name = self.kernels[0].field
-            return None if name is None else _present(get_field(value, name))
-        return tuple([None if k.field is None else _present(get_field(value, k.field))
-                      for k in self.kernels])
+            return _raw_field(value, self.kernels[0])
+        return tuple([_raw_field(value, k) for k in self.kernels])
 
     # ------------------------------------------------------------------ a batch
     def _lift_columns(self, columns: Columns) -> Sequence[Any]:
@@ -264,6 +262,20 @@ class Intake:
             return [], None, late
         return (self._records(key, out_times, out_values, out_lifted),
                 encode_entry(out_times, out_values) if encode else None, late)
+
+
+def _raw_field(value: Any, kernel: Kernel) -> Any:
+    """What the pending buffer holds of ``value`` for ``kernel``: ``None`` for no field read
+    or a missing value (an absent field, for a kernel whose field is optional)."""
+    name = kernel.field
+    if name is None:
+        return None
+    try:
+        return _present(get_field(value, name))
+    except KeyError:
+        if kernel.optional:
+            return None
+        raise
 
 
 def _present(x: Any) -> Any:

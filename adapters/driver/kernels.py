@@ -24,6 +24,10 @@ meets a number only by raising ``TypeError`` (``max``, ``<``, ``+``), and a run 
 ``reduce(combine, map(lift, xs))`` with the output's own (skipping) lift and combine. So runs
 without a missing value cost one list of the run more than before.
 
+``count`` of a field with ``nulls="skip"`` has a kernel too: the run's length minus its
+``None`` values (missing values, an absent field included); with ``nulls="error"`` a NaN
+counts, which the buffer's ``None`` cannot tell apart, so that output has none.
+
 A kernel is used only for an output created by :func:`adapters.query.specs.parse_aggregation` for
 that function name, and (max, min, sum, mean) only if a probe at construction shows that the
 ``swag_core`` aggregation's lift and combine agree with it; ``count`` of events needs no
@@ -38,7 +42,7 @@ from collections.abc import Callable, Iterable
 from functools import reduce
 from typing import Any, NamedTuple
 
-from adapters.query.specs import AggSpec, plain_field
+from adapters.query.specs import AggSpec, is_missing, plain_field
 from swag_core import Aggregation
 from swag_core.aggregations import Count, Max, Mean, Min, Sum
 from swag_core.exact import ONE_VALUE, lift_int, sum_floats
@@ -139,6 +143,8 @@ class Kernel(NamedTuple):
     #: the event field read, or ``None`` (``count`` of events: reads nothing; the pending
     #: buffer then holds ``None`` for it)
     field: str | None
+    #: an event without the field is a missing value (``count`` of a field), not bad input
+    optional: bool = False
 
 
 _KERNELS: dict[str, tuple[type, Fold, FoldOnto]] = {
@@ -157,6 +163,8 @@ def kernel_for(spec: AggSpec) -> Kernel | None:
     """The kernel of an output, or ``None`` if it has none (or the probe disagrees)."""
     if spec.fn == "count" and spec.extract is None and type(spec.aggregation) is Count:
         return Kernel(_count, _count_onto, _accepts_anything, None)
+    if spec.fn == "count":
+        return _count_field_kernel(spec)
     entry = _KERNELS.get(spec.fn or "")
     name = plain_field(spec.extract)
     builtin = spec.base if spec.skips_missing else spec.aggregation
@@ -179,6 +187,58 @@ def kernel_for(spec: AggSpec) -> Kernel | None:
     if spec.skips_missing:
         return _skipping_kernel(fold, fold_onto, agg, name)
     return Kernel(fold, fold_onto, _numbers, name)
+
+
+def _count_present(xs: Iterable[Any], n: int) -> int:
+    """``count`` of a field: the values that are not missing (``None`` in the buffer)."""
+    xs = xs if type(xs) is list else list(xs)
+    return n - xs.count(None)
+
+
+def _count_present_onto(acc: int, xs: Iterable[Any], n: int) -> int:
+    return acc + _count_present(xs, n)
+
+
+_PRESENT_TYPES = frozenset({int, float, str})
+
+
+def _present_or_none(xs: list[Any], types: set[type] | frozenset[type]) -> list[Any] | None:
+    """``count`` of a field: the column with every missing value (``None``, NaN) as
+    ``None``; any other value counts."""
+    if types <= _PRESENT_TYPES and (float not in types or all(x == x for x in xs)):
+        return xs  # (a NaN is the only missing value among ints, floats and strings)
+    return [None if is_missing(x) else x for x in xs]
+
+
+#: raw values of a field, as the pending buffer holds them (``None``: missing)
+_COUNT_PROBE: list[Any] = [1.5, None, 3, "a", 0.0, -0.0, math.inf, None, (), {}]
+
+
+def _count_field_kernel(spec: AggSpec) -> Kernel | None:
+    """``count`` of a plain field with ``nulls="skip"``: counts the values that are not
+    missing (``None``, NaN), whatever their type, and an event without the field counts as
+    missing, as :func:`~adapters.query.specs.is_missing` and the optional field getter of
+    the output decide. The buffer's ``None`` is exactly "missing" (it maps NaN to ``None``)
+    only when missing means :func:`is_missing`, so ``nulls="error"`` (which counts a NaN)
+    has no kernel. Checked on a probe against the output's own lift and combine."""
+    name = spec.field
+    if not spec.skips_missing or name is None or spec.extract is None:
+        return None
+    agg = spec.aggregation
+    try:
+        if spec.extract({}) is not None or spec.extract({name: 2.5}) != 2.5:
+            return None  # not the optional getter of the field
+        lift, combine = agg.lift_fn, agg.combine
+        for cut in range(1, len(_COUNT_PROBE) + 1):
+            xs = _COUNT_PROBE[:cut]
+            want = reduce(combine, map(lift, xs))
+            got = _count_present(xs, cut)
+            if type(want) is not int or want != got or _count_present_onto(
+                    _count_present(xs[:1], 1), xs[1:], cut - 1) != want:
+                return None
+    except Exception:
+        return None
+    return Kernel(_count_present, _count_present_onto, _present_or_none, name, True)
 
 
 def _skipping_kernel(fold: Fold, fold_onto: FoldOnto, agg: Aggregation, name: str) -> Kernel:

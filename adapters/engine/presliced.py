@@ -87,7 +87,8 @@ def sliced_query(query: Query) -> Query | str:
         return "the slice width (gcd of ranges, slides and offsets) is 1 ms"
     for a in query.aggregations:
         # kernel_for: count of events, or a plain field's stock max/min/sum/mean
-        if a.fn not in SLICEABLE_FNS or kernel_for(a) is None:
+        if a.fn not in SLICEABLE_FNS or kernel_for(a) is None or (
+                a.fn == "count" and a.field is not None):  # count of a field: no partial
             return f"aggregation {a.name!r} is not count, max, min, sum or mean of a field"
     return Query.build(list(query.windows),
                        {a.name: _over_partials(a) for a in query.aggregations},

@@ -409,6 +409,27 @@ def encode_float_record_segment(field: str, n: int, times: bytes, floats: bytes)
     return _SEGMENT_HEAD.pack(_SEGMENT, n) + bytes([_TIMES_PACKED]) + times + prefix + floats
 
 
+def encode_float_records_segment(fields: tuple[str, ...], n: int, times: bytes,
+                                 columns: Sequence[bytes | list[int]]) -> bytes | None:
+    """The segment :func:`encode_entry` writes for ``n >= 2`` events whose values are all
+    dicts of ``fields``, in that key order, each field all floats or all ints: ``columns``
+    holds per field its floats packed as little-endian float64 (``bytes``) or its ints (a
+    ``list``), arrival order; ``None`` if the keys cannot be a header or the ints cannot be
+    JSON (then use :func:`encode_entry`)."""
+    fmt = "".join(["d" if type(c) is bytes else "j" for c in columns])
+    prefix = _header_prefix(_BODY_RECORDS, fields, fmt)
+    if prefix is None or n < 2 or not fields:
+        return None
+    parts = [_SEGMENT_HEAD.pack(_SEGMENT, n), bytes([_TIMES_PACKED]), times, prefix]
+    parts.extend([c for c in columns if type(c) is bytes])
+    if "j" in fmt:
+        try:
+            parts.append(_dumps([c for c in columns if type(c) is not bytes]).encode("utf-8"))
+        except ValueError:
+            return None
+    return b"".join(parts)
+
+
 def _decode_segment(data: bytes) -> tuple[list[int], list[Any]]:
     _, n = _SEGMENT_HEAD.unpack_from(data)
     at = _SEGMENT_HEAD.size

@@ -166,7 +166,12 @@ def test_not_used_without_numpy_or_for_uncovered_queries(
     two_fields = {"windows": [{"kind": "tumbling", "size": 10}],
                   "aggregations": {"a": {"fn": "max", "field": "x"},
                                    "b": {"fn": "max", "field": "y"}}}
-    assert WindowDriver(two_fields)._columnar is None
+    # several fields: read for the cross-key batch runtime only (batches it refuses, e.g.
+    # with a forced algorithm, take the general path, not the columnar split)
+    intake = WindowDriver(two_fields)._columnar
+    assert intake is not None and intake.fields == ("x", "y")
+    assert intake.split([("k", t, {"x": 1.0, "y": 2.0}) for t in range(100)]) is None
+    assert WindowDriver(two_fields, algorithm="two_stacks")._batch is None
     monkeypatch.setattr(columnar, "np", None)
     assert WindowDriver(QUERIES["max"])._columnar is None
 
@@ -179,3 +184,46 @@ def test_segment_is_what_encode_entry_writes() -> None:
     data = encode_float_record_segment(
         FIELD, 4, np.array(times, dtype="<i8").tobytes(), np.array(xs, dtype="<f8").tobytes())
     assert data == encode_entry(times, [{FIELD: x} for x in xs])
+
+
+def test_segment_of_several_fields_is_what_encode_entry_writes() -> None:
+    import numpy as np
+
+    from adapters.state.codec import decode_entry, encode_float_records_segment
+
+    times = [5, 5, 9, -3]
+    xs = [1.5, -0.0, 2.0**60, 3.25]
+    ys = [0.0, 7.5, -1e300, 5e-324]
+    data = encode_float_records_segment(
+        ("w", FIELD), 4, np.array(times, dtype="<i8").tobytes(),
+        [np.array(ys, dtype="<f8").tobytes(), np.array(xs, dtype="<f8").tobytes()])
+    events = [{"w": y, FIELD: x} for x, y in zip(xs, ys)]
+    assert data == encode_entry(times, events)
+    decoded = decode_entry(9, 0, data)
+    assert decoded == list(zip(times, range(4), events))
+    assert [list(v) for _, _, v in decoded] == [["w", FIELD]] * 4  # the key order kept
+
+
+def test_int_columns_for_the_batch_runtime_only() -> None:
+    """A batch of int values is read as an int64 column (the cross-key batch runtime's; a
+    value beyond int64, or ints mixed with floats, is refused); :meth:`split` leaves it to
+    the general path. Its log segment is what ``encode_entry`` writes."""
+    import numpy as np
+
+    from adapters.state.codec import encode_float_records_segment
+
+    intake = columnar.ColumnarIntake(FIELD, [True])
+    events = [("k", t, {FIELD: (-1) ** t * (2**62 + t)}) for t in range(100)]
+    cols = intake.read(events)
+    assert cols is not None and cols.ints == (True,) and cols.values.dtype == np.int64
+    assert cols.values.tolist() == [v[FIELD] for _, _, v in events]
+    assert intake.split(events) is None
+    assert intake.read([*events, ("k", 5, {FIELD: 2**63})]) is None
+    assert intake.read([*events, ("k", 5, {FIELD: 1.5})]) is None
+    assert intake.read([*events, ("k", 5, {FIELD: True})]) is None
+    times = [3, 1, 2]
+    ints, floats = [2**63 - 1, -(2**63), 0], [0.5, -0.0, 1e300]
+    data = encode_float_records_segment(
+        ("w", FIELD), 3, np.array(times, "<i8").tobytes(),
+        [ints, np.array(floats, "<f8").tobytes()])
+    assert data == encode_entry(times, [{"w": i, FIELD: x} for i, x in zip(ints, floats)])

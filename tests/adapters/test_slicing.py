@@ -109,10 +109,13 @@ def test_kernels_are_used_only_where_they_are_exact() -> None:
     assert kernel_mode(WindowDriver(q))
     counted = {"n": {"fn": "count"}, "m": {"fn": "max", "field": "v"}}  # count of events
     assert kernel_mode(WindowDriver(dict(q, aggregations=counted)))
-    for aggs in ({"c": {"fn": "collect", "field": "v"}},
-                 {"m": {"fn": "max", "field": "v"}, "c": {"fn": "count", "field": "v"}},
-                 {"m": ("v", Mean())}):  # not made from the fn table: no kernel
-        assert not kernel_mode(WindowDriver(dict(q, aggregations=aggs)))
+    # count of a field skipping missing values: the buffer's None is exactly "missing"
+    of_field = {"m": {"fn": "max", "field": "v"}, "c": {"fn": "count", "field": "v"}}
+    assert kernel_mode(WindowDriver(dict(q, aggregations=of_field)))
+    for aggs, nulls in (({"c": {"fn": "collect", "field": "v"}}, "skip"),
+                        (of_field, "error"),  # counts NaN, which the buffer holds as None
+                        ({"m": ("v", Mean())}, "skip")):  # not made from the fn table
+        assert not kernel_mode(WindowDriver(dict(q, aggregations=aggs, nulls=nulls)))
     for windows in ([*sliding, {"kind": "count", "size": 3}], [{"kind": "over", "range": 5}],
                     [{"kind": "sliding", "range": 10, "slide": 3}]):  # slices of 1 ms
         assert not kernel_mode(WindowDriver(dict(q, windows=windows)))
