@@ -391,6 +391,13 @@ def _layout_cells(payload: dict[str, Any]) -> list[Any]:
         [cpu_cell(by_k[k], "swag") if k in by_k else "?" for k in (1, 360)]
 
 
+def _load_span(payload: dict[str, Any] | None) -> str:
+    """The range of a run's per-cell load averages."""
+    loads = [r["load_average"] for r in (payload or {}).get("results", [])
+             if "load_average" in r]
+    return f"{min(loads)}-{max(loads)}" if loads else "?"
+
+
 def _other_runs() -> list[str]:
     """The recorded runs next to the main one: the two streaming layouts (swag only), the
     per-event path on an idle machine, and the issue's size (10^6 events)."""
@@ -403,7 +410,7 @@ def _other_runs() -> list[str]:
     if buckets and per_key:
         lines += [
             "The two streaming layouts, swag only, workload (a) (two aggregations, which the "
-            "NumPy cross-key runtime does not cover, so inside a bucket the driver runs its "
+            "NumPy cross-key runtime did not cover then, so inside a bucket the driver ran its "
             "per-key code for each key: what differs is the number of state and timer calls), "
             "alternating " + _run_line(buckets, "spark_streaming_buckets_at_head",
                                        "--sides swag --workloads a") + ":\n",
@@ -417,7 +424,10 @@ def _other_runs() -> list[str]:
         lines += ["Before this session's changes (the JSON-row transport, and count + max "
                   "outside the NumPy cross-key runtime), same benchmark and size " +
                   _run_line(before, "spark_streaming_json_rows", "--events 1000000 --files 100 "
-                            "--slides 1h,10s") + ":\n",
+                            "--slides 1h,10s") + "; the machine ran other jobs then, load "
+                  "average " + _load_span(before) + " per cell, against " + _load_span(load(
+                      "spark_streaming")) + " for the main table, mostly the benchmark "
+                  "itself: compare CPU seconds, not events/s:\n",
                   table(before["results"])]
     head = load("spark_streaming_head")
     if head:
