@@ -14,7 +14,6 @@ import json
 import math
 import numbers
 import operator
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -297,21 +296,24 @@ def get_field(value: Any, name: str) -> Any:
             raise KeyError(name) from None
 
 
-#: Extractors that read one field (``value[name]`` first): the driver reads such a field for
-#: a whole batch with one ``operator.itemgetter`` pass.
-_PLAIN_FIELDS: weakref.WeakKeyDictionary[Callable[[Any], Any], str] = \
-    weakref.WeakKeyDictionary()
+#: The attribute that marks an extractor built by :func:`_field_getter`: ``(name, the
+#: extractor itself)``. An attribute, not a registry of this process, so that the mark travels
+#: with the function when an engine pickles the query to its workers (Spark, Beam and Flink
+#: ship the parsed query; a process-local registry left every unpickled extractor unmarked,
+#: which silently took the kernels, and with them the cross-key runtime, away on every
+#: worker). The self-reference keeps a wrapper that copies ``__dict__``
+#: (``functools.wraps``) from passing for the plain reader it wraps.
+_PLAIN_MARK = "_swag_plain_field"
 
 
 def plain_field(extract: Callable[[Any], Any] | None) -> str | None:
     """The field name if ``extract`` is a plain field reader built by this module (it returns
     ``value[name]`` whenever that succeeds), else ``None``."""
-    if extract is None:
-        return None
-    try:
-        return _PLAIN_FIELDS.get(extract)
-    except TypeError:  # not weak-referenceable: not ours
-        return None
+    mark = getattr(extract, _PLAIN_MARK, None)
+    if type(mark) is tuple and len(mark) == 2 and mark[1] is extract \
+            and type(mark[0]) is str:
+        return mark[0]
+    return None
 
 
 def _field_getter(name: str) -> Callable[[Any], Any]:
@@ -319,7 +321,7 @@ def _field_getter(name: str) -> Callable[[Any], Any]:
         if type(value) is dict:
             return value[name]
         return get_field(value, name)
-    _PLAIN_FIELDS[extract] = name
+    setattr(extract, _PLAIN_MARK, (name, extract))
     return extract
 
 

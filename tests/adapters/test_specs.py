@@ -202,3 +202,40 @@ def test_user_aggregation_sees_the_whole_event() -> None:
     assert rows[0]["spread"] == 8
     rows = _run(spread, [{"v": 4}, {"v": 9}])  # a single aggregation is named after itself
     assert rows[0]["spread"] == 5
+
+
+def _pickler() -> Any:
+    """A pickler of closures, as the engines ship the parsed query to their workers (the
+    engine environments have one; the core one may not)."""
+    for name in ("cloudpickle", "pyspark.cloudpickle", "apache_beam.internal.pickler"):
+        try:
+            return __import__(name, fromlist=["dumps"])
+        except ImportError:
+            continue
+    pytest.skip("no pickler of closures installed")
+
+
+def test_plain_field_readers_stay_plain_through_pickling_and_not_through_wrapping() -> None:
+    """The kernels (and the cross-key runtime) need to know an output reads a plain field;
+    that must survive the trip to an engine's workers, and a wrapper of such a reader, which
+    may do anything, must not pass for one."""
+    import functools
+
+    from adapters.driver.kernels import kernel_for
+    from adapters.query.specs import parse_query, plain_field
+
+    query = parse_query({"windows": [{"kind": "sliding", "range": 60, "slide": 10}],
+                         "aggregations": {"mx": {"fn": "max", "field": "v"}}})
+    extract = query.aggregations[0].extract
+    assert plain_field(extract) == "v"
+    pickler = _pickler()
+    shipped = pickler.loads(pickler.dumps(query))
+    assert plain_field(shipped.aggregations[0].extract) == "v"
+    assert kernel_for(shipped.aggregations[0]) is not None
+    assert WindowDriver(shipped).batch_runtime
+
+    @functools.wraps(extract)
+    def wrapper(value: Any) -> Any:
+        return extract(value) * 2
+    assert plain_field(wrapper) is None
+    assert plain_field(lambda value: value["v"]) is None

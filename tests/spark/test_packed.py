@@ -148,3 +148,32 @@ def test_large_var_types_pack_and_unpack(spark, tmp_path):
     packed_phase.run(spark, src, str(tmp_path / "ck"), str(tmp_path / "plain"))
     large = _result(spark, str(tmp_path / "large"))
     assert large and large == _result(spark, str(tmp_path / "plain"))
+
+
+def test_the_plan_shipped_to_workers_runs_the_cross_key_runtime():
+    """Spark pickles the plan (its parsed query) to the Python workers. The driver a worker
+    builds from it must still find the field readers plain, or it loses the kernels and with
+    them the cross-key runtime and runs everything per key (a process-local registry of
+    plain readers did exactly that, unseen by every test that built the query in-process)."""
+    from pyspark import cloudpickle
+
+    from spark_adapter._runtime import _driver_entry
+
+    query = Query.build([{"kind": "sliding", "range": 3_600_000, "slide": 10_000}],
+                        {"n": {"fn": "count"}, "mx": {"fn": "max", "field": "v"}}, 0, None,
+                        "skip")
+    typed = Typed(keys=None, values=(("v", LongType()),), aggs=())
+    plan = Plan(query=query, key_names=("k",), time_name="t", time_is_string=False,
+                value_fixer=None, agg_encoders={}, json_values=(), json_aggs=(),
+                has_order=False, typed=typed)
+    shipped = cloudpickle.loads(cloudpickle.dumps(plan))
+    driver, _ = _driver_entry(shipped)
+    assert driver.batch_runtime
+    events = [("a" if i % 2 else "b", 1_000 * i, {"v": i}) for i in range(200)]
+    from adapters import MemoryStateBackend
+    from adapters.crosskey.batch_runtime import BatchRuntime
+
+    assert isinstance(driver._batch, BatchRuntime)
+    out = driver.process_batch(events, MemoryStateBackend(), watermark=None)
+    assert not out.rows and set(out.timers) == {"a", "b"}
+    assert len(driver._batch._keys) == 2  # held by the cross-key runtime
