@@ -57,6 +57,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from array import array
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from typing import Any, NamedTuple
@@ -68,12 +69,17 @@ from adapters.driver.key_store import KeyStore, Removal
 from adapters.driver.kvs_lanes import is_kvs
 from adapters.driver.results import LateEvent, Output
 from adapters.driver.time_lane import TimeLane, due_window_ends, end_after
+from adapters.errors import CodecError, StateError
 from adapters.query.specs import AggSpec
 from adapters.state.backend import KeyState, StateBackend
 from adapters.state.codec import (
+    decode_entry_columns,
+    decode_meta,
+    decode_watermark,
     encode_entry,
     encode_float_record_segment,
     encode_float_records_segment,
+    types_of,
 )
 
 try:
@@ -93,6 +99,8 @@ _I64_MIN, _I64_MAX = -2**63, 2**63 - 1
 #: event falls in many windows (range much longer than slide).
 _DENSE_WINDOWS = 4096
 _FNS = ("max", "min", "sum", "mean")
+#: the value types a log column must hold, by whether its field is an int field
+_TYPES = {False: frozenset({float}), True: frozenset({int})}
 
 
 class _NotCovered(Exception):
@@ -129,6 +137,29 @@ def _merge(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
     cat = tuple(np.concatenate((x, y)) for x, y in zip(a, b))
     order = key_time_order(cat[0], cat[1])
     return tuple(x[order] for x in cat)
+
+
+def _column(values: Any, ints: bool) -> Any:
+    """A log column as an int64 (``ints``) or float64 array, or ``None`` if it holds other
+    types (a packed ``array`` is read without a copy; :class:`OverflowError` beyond
+    int64)."""
+    if values is None:
+        return None
+    if type(values) is array:
+        return np.frombuffer(values, np.int64 if ints else np.float64) \
+            if values.typecode == ("q" if ints else "d") else None
+    if types_of(values) != _TYPES[ints]:
+        return None
+    return np.array(values, np.int64 if ints else np.float64)
+
+
+def _sorted_rows(parts: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """Column sets ``(ids, times, *values)`` (each sorted by time) as one sorted by (id,
+    time), ties in the order given."""
+    if len(parts) == 1:
+        return parts[0]
+    cat = tuple(np.concatenate(cols) for cols in zip(*parts))
+    return _take(cat, key_time_order(cat[0], cat[1]))
 
 
 def _take(cols: tuple[Any, ...], mask: Any) -> tuple[Any, ...]:
@@ -432,8 +463,9 @@ class BatchRuntime:
 
     def _key(self, key: Any, state: KeyState, reload: list[tuple[int, Any, Any]]) -> _Key:
         """The key's runtime, loaded from state if it is not cached or does not match the
-        state's metadata; ``reload`` gets ``(id, pending records, closed slices)`` of a
-        loaded key, whose rows in the arrays they replace."""
+        state's metadata; ``reload`` gets ``(id, pending, closed)`` of a loaded key (its
+        pending events as ``(times, *values)`` and closed slices as ``(starts, *partials)``
+        arrays), whose rows in the arrays they replace."""
         meta = state.get_meta()
         k = self._keys.get(key)
         if k is not None and (k.meta_bytes is meta or k.meta_bytes == meta):
@@ -446,19 +478,131 @@ class BatchRuntime:
         else:
             ident, self._next_id = self._next_id, self._next_id + 1
         k = _Key(ident)
-        pending: list[Any] = []
-        closed: list[tuple[int, Any]] = []
+        loaded = None
         if meta is not None:
             try:
-                pending, closed = self._take_over(key, state, meta, k)
+                loaded = self._load(key, state, meta, k)
             except BaseException:
                 if not stale:
                     self._free_ids.append(ident)  # never used
                 raise
-        if stale or pending or closed:
-            reload.append((ident, pending, closed))
+        if stale or loaded is not None:
+            reload.append((ident, *(loaded or (None, None))))
         self._keys[key] = k
         return k
+
+    def _load(self, key: Any, state: KeyState, meta: bytes, k: _Key
+              ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """A key this runtime does not hold (or holds stale) into ``k``: rebuilt from its
+        log here (:meth:`_rebuild`) unless the per-key path holds it current, else taken
+        over from the per-key path; returns its pending events and closed slices."""
+        cached = self._store.cached(key)
+        if cached is None or cached.meta_bytes != meta:
+            rebuilt = self._rebuild(key, state, meta, k)
+            if rebuilt is not None:
+                return rebuilt
+        pending, closed = self._take_over(key, state, meta, k)
+        dtypes = [x.dtype for x in self._pending[1:]]
+        pending_cols = tuple(np.array(c, dt) for c, dt in zip(zip(*pending), dtypes)) \
+            if pending else tuple(np.zeros(0, dt) for dt in dtypes)
+        starts = np.array([start for start, _ in closed], np.int64)
+        parts = []
+        for c, comp in enumerate(self._comps):
+            arr = np.empty(len(closed), comp.dtype)
+            arr[:] = [comps[c] for _, comps in closed]
+            parts.append(arr)
+        return pending_cols, (starts, *parts)
+
+    def _rebuild(self, key: Any, state: KeyState, meta_bytes: bytes, k: _Key
+                 ) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+        """The key's runtime straight from its log into arrays: what the per-key path's
+        rebuild (``KeyStore.load`` then ``TimeLane.restore``) makes of it, without a Python
+        record per event. A miss is the common case on an engine whose tasks move between
+        worker processes (Spark gives a bucket's task to either Python worker; the other
+        one's cache is then stale), so this is a hot path.
+
+        Its pending events (``time >= B = watermark - lateness``) as arrays; its released
+        events from the lane's trim point ``need(B)`` on folded into slice partials by the
+        same reductions as a call's runs (:meth:`_run_partials`), the newest slice open if
+        ``B`` is inside it. ``None`` (nothing changed) for a log this cannot read exactly:
+        values of another type than the fields' (or not finite floats), times beyond
+        int64, entries of other shapes, metadata it does not check; the per-key path's
+        rebuild then reads it and reports what is wrong."""
+        store = self._store
+        if store.kvs.eligible:
+            return None
+        try:
+            meta = decode_meta(meta_bytes)
+            wm = decode_watermark(meta["wm"])
+        except (StateError, CodecError):
+            return None
+        if meta.get("q") != store.query.fingerprint or meta["pol"]:
+            return None
+        fields, ints = self._fields, self._ints
+        times: list[Any] = []
+        seqs: list[tuple[int, int]] = []
+        columns: list[list[Any]] = [[] for _ in fields]
+        segments: list[tuple[int, int]] = []
+        try:
+            for time, seq, data in state.read_events():
+                segments.append((time, seq))
+                entry = decode_entry_columns(time, data)
+                if entry is None:
+                    return None
+                ts, cols = entry
+                for j, name in enumerate(fields):
+                    col = _column(cols.get(name), ints[j])
+                    if col is None:
+                        return None
+                    columns[j].append(col)
+                times.append(_column(ts, True))
+                seqs.append((seq, len(ts)))
+        except (CodecError, OverflowError):  # (beyond int64)
+            return None
+        if any(t is None for t in times):
+            return None
+        t = np.concatenate(times) if times else np.zeros(0, np.int64)
+        xs = [np.concatenate(c) if c else np.zeros(0, np.int64 if i else np.float64)
+              for c, i in zip(columns, ints)]
+        if any(not i and not np.isfinite(x).all() for x, i in zip(xs, ints)):
+            return None
+        # arrival numbers: an entry written with seq s holds events s, s + 1, ...
+        first = np.array([s for s, _ in seqs], np.int64)
+        sizes = np.array([n for _, n in seqs], np.int64)
+        offsets = np.arange(len(t), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        order = np.lexsort((np.repeat(first, sizes) + offsets, t))
+        t = t[order]
+        xs = [x[order] for x in xs]
+        b = wm - self._lateness
+        r = len(t) if b > _I64_MAX else 0 if b <= _I64_MIN else \
+            int(np.searchsorted(t, int(b), "left"))
+        if r > int(meta["rel"]):
+            return None  # more released events than the metadata counts: corrupt
+        need = self._lane.need(b)
+        lo = r if need == INF else 0 if need <= _I64_MIN else \
+            int(np.searchsorted(t[:r], int(need), "left"))
+        starts = np.zeros(0, np.int64)
+        parts: list[Any] = [np.zeros(0, c.dtype) for c in self._comps]
+        if lo < r:
+            rt, rx = t[lo:r], [x[lo:r] for x in xs]
+            g = self._g
+            sl = rt - (rt - self._base) % g
+            cut = np.flatnonzero(sl[1:] != sl[:-1]) + 1
+            at = np.concatenate(([0], cut))
+            end = np.concatenate((cut, [len(rt)]))
+            starts = sl[at]
+            parts = self._run_partials(rx, at, end, np.zeros(len(at), bool))
+            last = len(at) - 1
+            if int(starts[last]) + g > b:  # the boundary is inside the newest slice
+                k.open_start, k.open_acc = int(starts[last]), self._get_part(parts, last)
+                starts, parts = starts[:last], [p[:last] for p in parts]
+        heapq.heapify(segments)
+        k.segments = segments
+        k.meta_bytes = meta_bytes
+        k.wm, k.seq, k.released, k.late = wm, int(meta["seq"]), int(meta["rel"]), \
+            int(meta["late"])
+        store.forget(key)  # a per-key runtime of the key is stale now
+        return (t[r:], *[x[r:] for x in xs]), (starts, *parts)
 
     def _take_over(self, key: Any, state: KeyState, meta: bytes, k: _Key
                    ) -> tuple[list[Any], list[tuple[int, Any]]]:
@@ -514,15 +658,14 @@ class BatchRuntime:
         ids = np.array([ident for ident, _, _ in reload], np.int64)
         pending = _take(self._pending, ~np.isin(self._pending[0], ids))
         closed = _take(self._closed, ~np.isin(self._closed[0], ids))
-        recs = [(ident, *rec) for ident, p, _ in reload for rec in p]
-        if recs:
-            events = tuple(np.array(c, x.dtype) for c, x in zip(zip(*recs), pending))
-            pending = _merge(pending, _take(events, key_time_order(events[0], events[1])))
-        slices = [(ident, start, *parts) for ident, _, c in reload for start, parts in c]
-        if slices:
-            cols = list(zip(*slices))
-            rows = tuple(np.array(c, dt) for c, dt in zip(cols, [x.dtype for x in closed]))
-            closed = _merge(closed, _take(rows, key_time_order(rows[0], rows[1])))
+        loaded_pending = [(np.full(len(p[0]), ident, np.int64), *p)
+                          for ident, p, _ in reload if p is not None and len(p[0])]
+        if loaded_pending:
+            pending = _merge(pending, _sorted_rows(loaded_pending))
+        loaded_closed = [(np.full(len(c[0]), ident, np.int64), *c)
+                         for ident, _, c in reload if c is not None and len(c[0])]
+        if loaded_closed:
+            closed = _merge(closed, _sorted_rows(loaded_closed))
         self._pending, self._closed = pending, closed
 
     # ------------------------------------------------------------------ calls

@@ -75,6 +75,8 @@ import math
 import operator
 import random
 import struct
+import sys
+from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -430,11 +432,16 @@ def encode_float_records_segment(fields: tuple[str, ...], n: int, times: bytes,
     return b"".join(parts)
 
 
-def _decode_segment(data: bytes) -> tuple[list[int], list[Any]]:
+def _segment_columns(data: bytes
+                     ) -> tuple[Sequence[int], tuple[str, ...] | None, list[Any]]:
+    """A segment's times (arrival order; packed ones as an int64 ``array``) and values: for a
+    flat-record body its keys and one column per key (a ``d`` column as a float64
+    ``array``), else ``None`` and the list of values."""
     _, n = _SEGMENT_HEAD.unpack_from(data)
     at = _SEGMENT_HEAD.size
+    times: Sequence[int]
     if data[at] == _TIMES_PACKED:
-        times = list(_int64_struct(n).unpack_from(data, at + 1))
+        times = _packed("q", data, at + 1, n)
         at += 1 + 8 * n
     elif data[at] == _TIMES_JSON:
         size = int.from_bytes(data[at + 1:at + 5], "little")
@@ -455,9 +462,8 @@ def _decode_segment(data: bytes) -> tuple[list[int], list[Any]]:
         values = json.loads(data[at:], object_hook=_hook)
     elif body == _BODY_RECORDS:
         size = int.from_bytes(data[at:at + 2], "little")
-        header = json.loads(data[at + 2:at + 2 + size])
+        fmt, keys = _read_header(data[at + 2:at + 2 + size])
         at += 2 + size
-        fmt, keys = _check_header(header)
         columns: list[Any] = []
         floats_at = at
         nd = fmt.count("d")
@@ -465,7 +471,7 @@ def _decode_segment(data: bytes) -> tuple[list[int], list[Any]]:
         others = iter(json.loads(data[at:], object_hook=_hook) if "j" in fmt else [])
         for c in fmt:
             if c == "d":
-                columns.append(_floats_struct(n).unpack_from(data, floats_at))
+                columns.append(_packed("d", data, floats_at, n))
                 floats_at += 8 * n
             else:
                 col = next(others)
@@ -477,12 +483,30 @@ def _decode_segment(data: bytes) -> tuple[list[int], list[Any]]:
         if "j" not in fmt and len(data) != at:  # JSON columns end the entry themselves
             raise CodecError(f"corrupt segment: {len(data) - at} bytes after the float "
                              f"columns")
-        values = [dict(zip(keys, row)) for row in zip(*columns)]
+        if len(times) != n or not keys:
+            raise CodecError("corrupt segment: wrong number of values")
+        return times, keys, columns
     else:
         raise CodecError(f"corrupt segment: body kind {body}")
     if not (isinstance(values, list) and len(values) == n):
         raise CodecError("corrupt segment: wrong number of values")
+    return times, None, values
+
+
+def _decode_segment(data: bytes) -> tuple[Sequence[int], list[Any]]:
+    times, keys, values = _segment_columns(data)
+    if keys is not None:
+        values = [dict(zip(keys, row)) for row in zip(*values)]
     return times, values
+
+
+def _corrupt_segment(data: bytes, exc: Exception) -> CodecError:
+    if isinstance(exc, CodecError):
+        return exc
+    return CodecError(f"corrupt segment {data!r:.80}: {exc}")
+
+
+_SEGMENT_ERRORS = (ValueError, TypeError, struct.error, IndexError, StopIteration)
 
 
 def decode_entry(time: int, seq: int, data: bytes) -> list[tuple[int, int, Any]]:
@@ -491,29 +515,70 @@ def decode_entry(time: int, seq: int, data: bytes) -> list[tuple[int, int, Any]]
     if isinstance(data, (bytes, bytearray)) and data[:1] == b"\x03":
         try:
             times, values = _decode_segment(bytes(data))
-        except (ValueError, TypeError, struct.error, IndexError, StopIteration) as exc:
-            if isinstance(exc, CodecError):
-                raise
-            raise CodecError(f"corrupt segment {data!r:.80}: {exc}") from None
+        except _SEGMENT_ERRORS as exc:
+            raise _corrupt_segment(data, exc) from None
         return list(zip(times, range(seq, seq + len(times)), values))
     if data and isinstance(data, (bytes, bytearray)) and _is_unknown_tag(data[0], _ENTRY_TAGS):
         raise _unknown_tag(ENTRY_FORMAT, data[0], _ENTRY_TAGS)
     return [(time, seq, decode_value(data))]
 
 
-def _check_header(header: Any) -> tuple[str, list[str]]:
-    if not (isinstance(header, list) and header and isinstance(header[0], str)):
-        raise CodecError(f"corrupt packed record header {header!r:.80}")
-    fmt, keys = header[0], header[1:]
-    if len(fmt) != len(keys) or set(fmt) - {"d", "j"} or not all(
-            isinstance(k, str) for k in keys):
-        raise CodecError(f"corrupt packed record header {header!r:.80}")
-    return fmt, keys
+def decode_entry_columns(time: int, data: bytes
+                         ) -> tuple[Sequence[int], dict[str, Sequence[Any]]] | None:
+    """The events of one log entry column-wise, for readers that fold arrays: their times
+    (arrival order) and per key of their flat-record values its column (packed times and
+    floats as ``array`` s of int64 / float64, which NumPy reads without a copy); ``None`` if
+    the values are not non-empty dicts with ``str`` keys, all with the same keys (then
+    :func:`decode_entry` reads the entry). Raises :class:`CodecError` as :func:`decode_entry`
+    does."""
+    if isinstance(data, (bytes, bytearray)) and data[:1] == b"\x03":
+        try:
+            times, keys, values = _segment_columns(bytes(data))
+        except _SEGMENT_ERRORS as exc:
+            raise _corrupt_segment(data, exc) from None
+        return None if keys is None else (times, dict(zip(keys, values)))
+    (_, _, value), = decode_entry(time, 0, data)
+    if type(value) is not dict or not value or not all(type(k) is str for k in value):
+        return None
+    return [time], {k: [v] for k, v in value.items()}
+
+
+_headers: dict[bytes, tuple[str, tuple[str, ...]]] = {}
+
+
+def _read_header(text: bytes) -> tuple[str, tuple[str, ...]]:
+    """``(fmt, keys)`` of a packed header's JSON text, checked; cached (a log repeats the
+    same few headers in every entry)."""
+    found = _headers.get(text)
+    if found is None:
+        header = json.loads(text)
+        if not (isinstance(header, list) and header and isinstance(header[0], str)):
+            raise CodecError(f"corrupt packed record header {header!r:.80}")
+        fmt, keys = header[0], tuple(header[1:])
+        if len(fmt) != len(keys) or set(fmt) - {"d", "j"} or not all(
+                isinstance(k, str) for k in keys):
+            raise CodecError(f"corrupt packed record header {header!r:.80}")
+        if len(_headers) >= 1024:
+            _headers.clear()
+        found = _headers[bytes(text)] = (fmt, keys)
+    return found
+
+
+def _packed(kind: str, data: bytes, at: int, n: int) -> array[Any]:
+    """``n`` little-endian int64 (``q``) or float64 (``d``) values at ``data[at:]`` as an
+    ``array`` (a sequence of Python numbers, and a buffer NumPy reads without a copy)."""
+    if at + 8 * n > len(data):
+        raise CodecError("corrupt segment: cut inside a packed column")
+    values = array(kind)
+    values.frombytes(data[at:at + 8 * n])
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values
 
 
 def _unpack_record(data: bytes) -> dict[str, Any]:
     size = int.from_bytes(data[1:3], "little")
-    fmt, keys = _check_header(json.loads(data[3:3 + size]))
+    fmt, keys = _read_header(data[3:3 + size])
     nd = fmt.count("d")
     start = 3 + size
     end = start + 8 * nd

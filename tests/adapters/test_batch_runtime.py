@@ -531,6 +531,67 @@ def test_a_bounded_key_cache_matches_the_general_path(fn: str, data: Any) -> Non
            reference=general, after_each_call=within_bound)
 
 
+class _TwoWorkers:
+    """Two drivers of one query on one backend, each call on one of them by a schedule drawn
+    from ``seed``: how Spark runs a bucket's task on whichever of its two Python workers is
+    free, so a worker's cached runtime of a key is stale as often as not (the batch runtime
+    then rebuilds it from the log in arrays, :meth:`BatchRuntime._rebuild`, or replaces its
+    stale rows)."""
+
+    def __init__(self, make: Callable[[dict[str, Any]], WindowDriver], query: dict[str, Any],
+                 seed: int) -> None:
+        self.drivers = [make(query), make(query)]
+        self._pick = random.Random(seed).randrange
+        self.batch_runtime = self.drivers[0].batch_runtime
+
+    def _next(self) -> WindowDriver:
+        return self.drivers[self._pick(2)]
+
+    def process_batch(self, *args: Any, **kwargs: Any) -> Output:
+        return self._next().process_batch(*args, **kwargs)
+
+    def advance_keys(self, *args: Any, **kwargs: Any) -> Output:
+        return self._next().advance_keys(*args, **kwargs)
+
+    def process(self, *args: Any, **kwargs: Any) -> Output:
+        return self._next().process(*args, **kwargs)
+
+    def advance_watermark(self, *args: Any, **kwargs: Any) -> Output:
+        return self._next().advance_watermark(*args, **kwargs)
+
+    def info(self, *args: Any, **kwargs: Any) -> KeyInfo:
+        return self._next().info(*args, **kwargs)
+
+    def drop_cache(self, *keys: Any) -> None:
+        for driver in self.drivers:
+            driver.drop_cache(*keys)
+
+
+def _two_workers(seed: int, limit: int | None = None
+                 ) -> tuple[Callable[[dict[str, Any]], Any], Callable[[dict[str, Any]], Any]]:
+    """The fast and the general path, each as :class:`_TwoWorkers` on the same schedule."""
+    def fast(query: dict[str, Any]) -> Any:
+        return _TwoWorkers(lambda q: WindowDriver(q, max_cached_keys=limit), query, seed)
+
+    def general(query: dict[str, Any]) -> Any:
+        return _TwoWorkers(lambda q: WindowDriver(q, columnar=False, max_cached_keys=limit),
+                           query, seed)
+    return fast, general
+
+
+@pytest.mark.parametrize("fn", FNS)
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_two_workers_taking_turns_match_the_general_path(fn: str, data: Any) -> None:
+    """Every kind of call, each on one of two drivers sharing the state: stale caches and
+    misses on both sides, rebuilt from the log (in arrays by the batch runtime)."""
+    seed = data.draw(st.integers(0, 2**16), label="schedule")
+    limit = data.draw(st.sampled_from([None, 2]), label="max_cached_keys")
+    fast, general = _two_workers(seed, limit)
+    _check(data.draw(scenarios(fn, MIXED_OPS, max_ops=10), label="scenario"), fast=fast,
+           reference=general)
+
+
 # =====================================================================================
 # worked examples
 # =====================================================================================
@@ -831,3 +892,42 @@ def test_times_spanning_most_of_int64(fn: str) -> None:
     outcomes = _lockstep(_query(fn, "sliding k=4, lateness 5"), calls)
     assert all(o[0] == "ok" for o in outcomes)
     assert sum(len(o[1].rows) for o in outcomes if isinstance(o[1], Output)) > 10
+
+
+@pytest.mark.parametrize("shape", sorted(QUERY_SHAPES))
+@pytest.mark.parametrize("fn", FNS)
+def test_two_workers_rebuild_from_the_log_in_arrays(fn: str, shape: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """:func:`_mixed_calls` alternating between two workers: the batch runtime rebuilds keys
+    from their logs itself (no per-key rebuild), with the general path's results."""
+    rebuilt = []
+    rebuild = BatchRuntime._rebuild
+
+    def counted(self: BatchRuntime, *args: Any) -> Any:
+        got = rebuild(self, *args)
+        rebuilt.append(got is not None)
+        return got
+
+    monkeypatch.setattr(BatchRuntime, "_rebuild", counted)
+    fast, general = _two_workers(seed=5)
+    outcomes = _lockstep(_query(fn, shape), _mixed_calls(), fast=fast, reference=general)
+    assert all(o[0] == "ok" for o in outcomes)
+    assert sum(rebuilt) >= 2, rebuilt
+
+
+@pytest.mark.parametrize("fn", ["max", "min"])
+def test_a_rebuild_keeps_arrival_order_among_equal_times(fn: str) -> None:
+    """Of ``0.0`` and ``-0.0`` at one time the older wins: a rebuild in arrays must order
+    equal times by arrival (the log's sequence numbers), as the live runtime does."""
+    rnd = random.Random(11)
+
+    def zeros(n: int, lo: int, hi: int) -> list[Any]:
+        return [(rnd.choice(["a", "b"]), rnd.randint(lo, hi), {FIELD: rnd.choice([0.0, -0.0])})
+                for _ in range(n)]
+    calls: list[Call] = [("batch", zeros(300, 0, 8), None, "list"),
+                         ("batch", zeros(300, 0, 30), 12, "list"),
+                         ("batch", zeros(300, 10, 60), 40, "list"),
+                         ("advance", ["a", "b"], END_OF_INPUT, "list")]
+    fast, general = _two_workers(seed=3)
+    for shape in sorted(QUERY_SHAPES):
+        _lockstep(_query(fn, shape), calls, fast=fast, reference=general)

@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 
 from adapters import CODEC_VERSION, CodecError, decode_value, encode_value
 from adapters.errors import StateError
-from adapters.state.codec import Columns, decode_entry, decode_meta, encode_entry, encode_meta
+from adapters.state.codec import (
+    Columns,
+    decode_entry,
+    decode_entry_columns,
+    decode_meta,
+    encode_entry,
+    encode_meta,
+)
 from adapters.state.segments import decode_segment, encode_segment, segment_range
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(-2**80, 2**80),
@@ -121,6 +128,20 @@ def test_entry_round_trip(batch: list[Any], data: Any) -> None:
     assert all(identical(v, w) for (_, _, v), w in zip(got, batch))
     if len(batch) == 1:
         assert encoded == encode_value(batch[0])
+    # column-wise (the batch runtime's rebuild): the same times and values, or None where
+    # the values are not flat records of one key set
+    columns = decode_entry_columns(max(ts), encoded)
+    records = all(type(v) is dict and v and all(type(k) is str for k in v) for v in batch) and \
+        len({tuple(v) for v in batch}) == 1
+    if len(batch) > 1 and records and columns is None:
+        assert encoded[:1] == b"\x03"  # a JSON-body segment (values not packable)
+    elif columns is not None:
+        got_times, cols = columns
+        assert list(got_times) == ts
+        rows = [dict(zip(cols, row)) for row in zip(*cols.values())]
+        assert all(identical(v, w) for v, w in zip(rows, batch)) and len(rows) == len(batch)
+    else:
+        assert not records
 
 
 def test_segment_layout() -> None:
@@ -153,6 +174,8 @@ def test_unstorable_value_in_a_segment() -> None:
 def test_corrupt_entries_raise_codec_error(data: bytes) -> None:
     with pytest.raises(CodecError):
         decode_entry(1, 1, data)
+    with pytest.raises(CodecError):
+        decode_entry_columns(1, data)
 
 
 def test_numpy_scalars_become_python_scalars() -> None:
