@@ -33,6 +33,7 @@ import operator
 import random
 from bisect import bisect_left
 from collections import OrderedDict
+from collections.abc import Container
 from typing import Any
 
 from adapters.driver.intake import Intake
@@ -51,7 +52,14 @@ from adapters.driver.time_lane import TimeLane, end_after
 from adapters.errors import BadEventError, CodecError, StateError
 from adapters.query.specs import Query, SlidingWindow
 from adapters.state.backend import KeyState
-from adapters.state.codec import MetaWriter, decode_entry, decode_meta, decode_watermark
+from adapters.state.codec import (
+    MetaWriter,
+    decode_entry,
+    decode_meta,
+    decode_watermark,
+    split_meta,
+)
+from adapters.state.pairs import decode_locals
 from swag_core import make_window
 
 _COMPACT_MIN = 4096
@@ -152,18 +160,24 @@ class KeyStore:
         self.remember(key, rt)
         return rt
 
-    def _new_runtime(self) -> KeyRuntime:
-        return KeyRuntime([LaneState(make_window(lane.algorithm, lane.aggregation))
-                           for lane in self.lanes])
+    def _new_runtime(self, reopened: Container[int] = ()) -> KeyRuntime:
+        """A runtime with new, empty structures (none for the lanes ``reopened``, which the
+        caller gives theirs)."""
+        return KeyRuntime([LaneState(None if i in reopened  # type: ignore[arg-type]
+                                     else make_window(lane.algorithm, lane.aggregation))
+                           for i, lane in enumerate(self.lanes)])
 
     def _rebuild(self, key: Any, state: KeyState, meta_bytes: bytes) -> KeyRuntime:
-        meta = decode_meta(meta_bytes)
+        text, extension = split_meta(meta_bytes)
+        meta = decode_meta(text)
         if meta.get("q") != self.query.fingerprint:
             raise StateError(
                 f"the state of key {key!r} was written by a query with different windows or "
                 f"allowed lateness (fingerprint {meta.get('q')!r}, this query "
                 f"{self.query.fingerprint!r}); start from empty state or keep the query")
-        rt = self._new_runtime()
+        records = None if extension is None else decode_locals(extension)
+        # the lanes the metadata holds local parts of are reopened: no structure to build
+        rt = self._new_runtime(records or ())
         wm = meta["wm"]
         rt.wm = decode_watermark(wm)
         rt.seq, rt.released, rt.late = int(meta["seq"]), int(meta["rel"]), int(meta["late"])
@@ -178,7 +192,7 @@ class KeyStore:
         rt.pending_min = pending[0][0] if pending else INF
         rt.times = [r[0] for r in released]
         policy_lengths = iter(meta.get("pol", []))
-        reopened = self.kvs.reopen(rt, key, state, b, meta["n"])
+        reopened = self.kvs.reopen(rt, key, state, b, meta["n"], records)
         for i, (lane, ls) in enumerate(zip(self.lanes, rt.lanes)):
             if i not in reopened:
                 lane.restore(ls, rt, released, b, key, policy_lengths)
@@ -223,13 +237,17 @@ class KeyStore:
         metadata, which the runtime remembers (a restart or the other path is detected by it
         changing)."""
         nonce = None
+        locals_ = b""
         if self.kvs.eligible and isinstance(rt, KeyRuntime):
-            # the map's record carries the nonce of the metadata written after it: a reload
-            # finds them different if this call failed in between (a state without
-            # transactions)
-            nonce = _getrandbits(62)
-            self.kvs.save(rt, key, state, nonce)
+            # the structures' local parts go with the metadata (one value: one write, and a
+            # miss reads them with it); pairs written to the map carry the call's nonce in
+            # a mark that the local parts name, so a reload detects a call that failed
+            # between the two writes (a state without transactions)
+            nonce = _getrandbits(62) + 1
+            locals_ = self.kvs.save(rt, key, state, nonce)
         meta = self._write_meta(rt.wm, rt.seq, rt.released, rt.late, policy, nonce)
+        if locals_:
+            meta += locals_
         if removal is not None:
             state.remove_events(*removal)
         if entry is not None:

@@ -36,7 +36,7 @@ from adapters.errors import CodecError, StateError
 from adapters.query.specs import Query
 from adapters.state.backend import KeyState
 from adapters.state.codec import encode_value
-from adapters.state.pairs import LanePairs
+from adapters.state.pairs import LanePairs, different_calls, encode_locals
 from swag_core import Window
 from swag_core.algorithms.mta_kvs import KvsAmta, KvsLogMta, _KvsLayout
 
@@ -76,6 +76,7 @@ class KvsLanes:
         self.lanes = lanes
         self.eligible = [i for i, lane in enumerate(lanes)
                          if isinstance(lane, TimeLane) and lane.has_over and not lane.sliding]
+        self.eligible_set = frozenset(self.eligible)
         self.auto_min = AUTO_MIN_ENTRIES if bounded else AUTO_MIN_ENTRIES_UNBOUNDED
         self._encodes: dict[int, bool] = {}
         self._fingerprints: dict[int, str] = {}
@@ -106,40 +107,66 @@ class KvsLanes:
 
     # ------------------------------------------------------------------ load
     def reopen(self, rt: KeyRuntime, key: Any, state: KeyState, b: int | float,
-               nonce: int) -> set[int]:
-        """After a miss: give ``rt``'s eligible lanes their KVS structures (reopened from the
-        key's map, or new and empty under ``layout="kvs"``); returns the lanes reopened
-        (the others are restored from the log by the caller)."""
+               nonce: int, records: dict[int, bytes] | None) -> set[int]:
+        """After a miss: give ``rt``'s eligible lanes their KVS structures (reopened from
+        their local parts, or new and empty under ``layout="kvs"``); returns the lanes
+        reopened (the others are restored from the log by the caller). ``records``: the
+        local parts the metadata holds (:func:`~adapters.state.pairs.decode_locals`);
+        ``None`` for metadata written before version 3, whose local parts are in the map
+        (one read per lane)."""
+        if records and not self.eligible_set.issuperset(records):
+            raise StateError(f"key {key!r}: its metadata holds window pairs of lanes "
+                             f"{sorted(set(records) - self.eligible_set)}, which this query "
+                             f"does not keep in the KVS layout (corrupt metadata)")
         if not self.eligible:
             return set()
-        pair_map = _pair_map(state)
-        if pair_map is None:
-            return set()
+        if records is None:
+            pair_map = _pair_map(state)
+            if pair_map is None:
+                return set()
+        elif records:
+            pair_map = _pair_map(state)
+            if pair_map is None:
+                raise StateError(f"key {key!r}: its metadata holds window pairs but its "
+                                 f"state offers no pair map")
+        else:
+            pair_map = None
         reopened = set()
         for i in self.eligible:
-            pairs = LanePairs(pair_map, i, key)
-            record = pairs.read_local()
             ls = rt.lanes[i]
-            if record is not None:
-                ls.w = self._reopen(i, key, pairs, record, nonce)
+            if records is None:
+                pairs = LanePairs(pair_map, i, key)
+                old = pairs.read_local()
+                if old is not None:
+                    fingerprint, ints, partials, written_with, tails = old
+                    if written_with != nonce:
+                        raise different_calls(key)
+                    ls.w = self._reopen(i, key, pairs, fingerprint, ints, partials, tails)
+            else:
+                data = records.get(i)
+                if data is not None:
+                    pairs = LanePairs(pair_map, i, key)
+                    fingerprint, ints, partials, tails, buffer = pairs.reopened(data)
+                    ls.w = self._reopen(i, key, pairs, fingerprint, ints, partials, tails,
+                                        buffer)
+                else:
+                    if self.layout == "kvs" and pair_map is None:
+                        pair_map = _pair_map(state)
+                    if self.layout == "kvs" and pair_map is not None:
+                        ls.w = self._new(i, LanePairs(pair_map, i, key))
+                    continue
+            if is_kvs(ls.w):
                 lane = self.lanes[i]
                 assert isinstance(lane, TimeLane)
                 ls.low = lane.need(b)
                 reopened.add(i)
             elif self.layout == "kvs":
-                ls.w = self._new(i, pairs)
+                ls.w = self._new(i, LanePairs(pair_map, i, key))
         return reopened
 
-    def _reopen(self, i: int, key: Any, pairs: LanePairs,
-                record: tuple[str, list[int], list[Any], int, list[Any] | None],
-                nonce: int) -> Window:
-        fingerprint, ints, partials, written_with, tails = record
-        if written_with != nonce:
-            raise StateError(
-                f"key {key!r}: its window pairs and its metadata were written by different "
-                f"calls (a call failed between the two writes on a state without "
-                f"transactions; engines discard a failed micro-batch's or bundle's writes): "
-                f"restore the key's state from a checkpoint")
+    def _reopen(self, i: int, key: Any, pairs: LanePairs, fingerprint: str, ints: list[int],
+                partials: list[Any], tails: list[Any] | None,
+                buffer: list[tuple[int, Any]] | None = None) -> Window:
         if fingerprint != self._fingerprint(i):
             raise StateError(
                 f"key {key!r}: its per-event structure was stored for {fingerprint!r}, this "
@@ -147,7 +174,9 @@ class KvsLanes:
                 f"aggregation specs; the KVS layout keeps aggregates, not events: keep the "
                 f"algorithm and the aggregations, or start from empty state)")
         cls = self._class(i)
-        local = (ints, partials) if tails is None else (ints, partials, tails)
+        local: tuple[Any, ...] = ((ints, partials) if tails is None else
+                                  (ints, partials, tails) if not buffer else
+                                  (ints, partials, tails, buffer))
         try:
             w: Window = cls.reopen(self.lanes[i].aggregation, pairs, local,
                                    cache_pairs=CACHE_PAIRS, buffer_pairs=CACHE_PAIRS)
@@ -165,13 +194,16 @@ class KvsLanes:
                 rt.lanes[i].w = self._new(i, LanePairs(pair_map, i, key))
 
     # ------------------------------------------------------------------ save
-    def save(self, rt: KeyRuntime, key: Any, state: KeyState, nonce: int) -> None:
-        """Write every KVS structure of ``rt`` (flushed, with its local part, stamped with
-        ``nonce``, that of the metadata written next) to the key's map; under
-        ``layout="auto"`` first move a structure that became large there. Every lane is
-        encoded before any is written: an encoding error writes nothing."""
+    def save(self, rt: KeyRuntime, key: Any, state: KeyState, nonce: int) -> bytes:
+        """Write the pairs of every KVS structure of ``rt`` (flushed; with the mark of
+        ``nonce``, that of the metadata written next, if it wrote any) to the key's map and
+        return their local parts as the metadata's extension
+        (:func:`~adapters.state.pairs.encode_locals`; empty if no lane is in the KVS
+        layout); under ``layout="auto"`` first move a structure that became large there.
+        Every lane is encoded before any is written: an encoding error writes nothing."""
         lanes = rt.lanes
         writes = []
+        records = []
         for i in self.eligible:
             ls = lanes[i]
             w = ls.w
@@ -183,20 +215,24 @@ class KvsLanes:
                 if pair_map is None:
                     continue
                 w = self._moved(i, ls, LanePairs(pair_map, i, key))
-            w.flush()
-            ints, partials, tails = w.local_state()
+            # the write buffer stays in the local part until it is full (KvsAmta.park):
+            # most calls then write no pair
+            ints, partials, tails, buffer = w.park()
             store = w.store
             assert isinstance(store, LanePairs)
             try:
-                writes.append((store, store.encode(self._fingerprint(i), ints, partials,
-                                                   nonce, tails)))
+                gone, puts, record = store.encode(self._fingerprint(i), ints, partials,
+                                                  nonce, tails, buffer)
             except CodecError as exc:
                 raise StateError(
                     f"key {key!r}: a partial aggregate of its per-event window cannot be "
                     f"stored in the KVS layout ({exc}); run this aggregation with "
                     f"layout='memory' (from empty state)") from exc
-        for store, (gone, puts) in writes:
+            writes.append((store, gone, puts))
+            records.append((i, record))
+        for store, gone, puts in writes:
             store.apply(gone, puts)
+        return encode_locals(records) if records else b""
 
     def _storable(self, i: int, w: Window) -> bool:
         """Whether the lane's partials have a codec encoding (tried once per lane, on the

@@ -74,6 +74,7 @@ import json
 import math
 import operator
 import random
+import re
 import struct
 import sys
 from array import array
@@ -672,9 +673,43 @@ def encode_meta(meta: dict[str, Any]) -> bytes:
     return _dumps(meta).encode("utf-8")
 
 
+#: first byte of the metadata's extension after its JSON text (JSON text holds no byte below
+#: 0x20 but whitespace): the KVS layout's local parts
+#: (:data:`adapters.state.pairs.META_LOCALS`, :func:`adapters.state.pairs.encode_locals`)
+META_EXTENSION = b"\x13"
+
+_N = rb"(0|[1-9][0-9]*)"
+#: what :class:`MetaWriter` writes (a 16-hex-digit fingerprint): parsed without ``json``
+_WRITTEN = re.compile(rb'\{"codec":' + _N + rb',"q":"([0-9a-f]{16})","n":' + _N
+                      + rb',"wm":(-?(?:0|[1-9][0-9]*)|null|"end"),"seq":' + _N + rb',"rel":'
+                      + _N + rb',"late":' + _N + rb',"pol":\[((?:0|[1-9][0-9]*)'
+                      rb'(?:,(?:0|[1-9][0-9]*))*)?\]\}')
+
+
+def split_meta(data: bytes) -> tuple[bytes, bytes | None]:
+    """The metadata's JSON text and its extension (:data:`META_EXTENSION` on; ``None``
+    if it has none)."""
+    i = data.find(META_EXTENSION)
+    if i < 0:
+        return data, None
+    return data[:i], data[i:]
+
+
 def decode_meta(data: bytes | str) -> dict[str, Any]:
     """Inverse of :func:`encode_meta`; checks the codec version (:class:`StateError` naming
-    the version found and the readable ones)."""
+    the version found and the readable ones). An extension after the JSON text
+    (:func:`split_meta`) is not read here."""
+    if type(data) is bytes:
+        i = data.find(META_EXTENSION)
+        if i >= 0:
+            data = data[:i]
+        m = _WRITTEN.fullmatch(data)
+        if m is not None and int(m[1]) in READABLE_VERSIONS:
+            wm, pol = m[4], m[8]
+            return {"codec": int(m[1]), "q": m[2].decode("ascii"), "n": int(m[3]),
+                    "wm": (None if wm == b"null" else "end" if wm == b'"end"' else int(wm)),
+                    "seq": int(m[5]), "rel": int(m[6]), "late": int(m[7]),
+                    "pol": [] if pol is None else [int(x) for x in pol.split(b",")]}
     try:
         meta = json.loads(data)
     except ValueError as exc:

@@ -7,10 +7,10 @@ of the key (an engine's keyed map state: Flink ``MapState[long, bytes]``, Spark
 :class:`~swag_core.algorithms.mta_kvs.PairStore` the structure sees: it puts the lane into the
 slot, encodes values (:func:`encode_pair`, no pickle) and holds one call's writes until
 :meth:`LanePairs.apply`, so a call that fails before its state writes leaves the key's map as
-the last completed call wrote it; the local part carries the nonce of the metadata written
-after it, so a reload detects a call that failed between the two writes.
+the last completed call wrote it; the structure's local part goes with the key's metadata
+(version 3, below).
 
-Format, version 2 (``PAIRS_VERSION``; golden samples in ``tests/golden/kvs_pairs.json``):
+Format, version 3 (``PAIRS_VERSION``; golden samples in ``tests/golden/kvs_pairs.json``):
 map key ``lane << 56 | level << 48 | pair`` (:func:`~swag_core.algorithms.mta_kvs.slot` plus
 the lane index); value :func:`encode_pair` of the tuple of the pair's elements, level-0
 elements ``(time, partial)``. A pair is stored once it is final (it left its level's tail) or
@@ -29,28 +29,55 @@ values. Any other value (a dict, bytes, a user type) is stored in the codec's va
 (:func:`~adapters.state.codec.encode_value`, the JSON form), as every pair was in version 1:
 :func:`decode_pair` reads both (JSON text never starts with byte 0x10). No pickle.
 
-The map key ``lane << 56 | LOCAL`` holds the structure's local part
-(:meth:`~swag_core.algorithms.mta_kvs.KvsAmta.local_state`, :func:`encode_local`)::
+The structure's local part (:meth:`~swag_core.algorithms.mta_kvs.KvsAmta.local_state`,
+:func:`encode_local`)::
 
-    0x11 | u8 version (2) | u16 LE len(F) | u32 LE n | int64 LE nonce | F: fingerprint, UTF-8
+    0x11 | u8 version (3) | u16 LE len(F) | u32 LE n | int64 LE nonce | F: fingerprint, UTF-8
          | n x int64 LE ints
-         | 0x00 | encode_pair([partials, rows])                       (any rows)
-         | 0x01 | u32 LE m | m x int64 LE counts | u32 LE p          (flat rows)
+         | 0x00 | encode_pair([partials, rows, buffer])               (any rows)
+         | 0x01 | u32 LE m | m x int64 LE counts                     (flat rows)
+                | u32 LE b | b x int64 LE buffer counts
+                | u32 LE p
                 | 0x01 | u32 LE k | k x float64 LE values             (all values floats)
                 | 0x00 | encode_pair([values])                       (any values)
 
-with the nonce of the metadata written after it (a reload detects a call that failed
-between the two writes) and per level ``[tail, lo, head]``: its tail, and the first pairs of
-its head cache from position ``lo`` (``[]`` if not cached), so a reopen reads no pair for
-the tails and an eviction of a few entries after it none either. Flat rows (written when
-every level-0 element is ``(int time, partial)``): ``counts`` is per level ``len(tail), lo,
-len(head)``, then the times of level 0's tail and head elements; ``values`` the ``p``
-partials, then level 0's partials (tail, head), then each other level's tail and head
-elements: for a max or a min all floats, one array.
+goes with the key's metadata: after its JSON text, the extension :func:`encode_locals`
+(:func:`adapters.state.codec.split_meta`)::
 
-Version 1 (still read): every pair in the JSON form and the local part
-``encode_value([1, fingerprint, ints, partials, meta nonce])``, the tails stored as pairs
-(read from the map on a level's first use after a reopen). A key's next save writes version 2.
+    0x13 | u8 version (3) | u8 count | count x (u8 lane | u32 LE len(R) | R: local part)
+
+so a cache miss reads the metadata and the local parts in one state read, and a call writes
+them in one write. The map key ``lane << 56 | LOCAL`` holds the lane's *mark*::
+
+    0x12 | u8 version (3) | int64 LE nonce
+
+the nonce of the last call that wrote the lane's pairs (it puts the mark with its pairs,
+before its deletes); the local part's nonce is that of the mark it expects (0: no call wrote
+pairs yet, no mark). A reopened lane compares them on its first map access (its first read
+fetches the mark with the pairs, a first write reads it first): on a state without
+transactions, a call that failed after its pair writes and before its metadata write is
+detected before any of its pairs is used or overwritten (:func:`different_calls`).
+
+The local part holds the structure's ints and partials, per level ``[tail, lo, head]``: its
+tail, and the first pairs of its head cache from position ``lo`` (``[]`` if not cached), so a
+reopen reads no pair for the tails and an eviction of a few entries after it none either,
+and the structure's write buffer ``[slot, pair]`` (pairs retired or modified since the last
+store write: :meth:`~swag_core.algorithms.mta_kvs.KvsAmta.park`), so a call writes pairs
+to the map once per 16 of them, not on every call. Flat rows (written when every level-0
+element is ``(int time, partial)``): ``counts`` is per level ``len(tail), lo, len(head)``,
+then the times of level 0's tail and head elements; ``buffer counts`` the number of buffered
+pairs, per pair its slot and its element count, then the times of its level-0 elements;
+``values`` the ``p`` partials, then level 0's partials (tail, head), then each other level's
+tail and head elements, then the buffered elements (a level-0 one by its partial): for a max
+or a min all floats, one array.
+
+Version 2 (still read): the same pairs, and the local part in the map's slot ``lane << 56 |
+LOCAL`` (version byte 2, no write buffer: no ``buffer`` in the generic form, no buffer counts
+in the flat form) with the nonce of the metadata written after it, checked at the reload;
+the metadata has no extension. Version 1 (still read): every pair in the JSON form
+and the local part ``encode_value([1, fingerprint, ints, partials, meta nonce])`` in that
+slot, the tails stored as pairs (read from the map on a level's first use after a reopen).
+A key's next save writes version 3 (the mark replaces the old local part).
 """
 
 from __future__ import annotations
@@ -61,11 +88,12 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from adapters.errors import CodecError, StateError
 from adapters.state.codec import decode_value, encode_value, version_error
+from swag_core.algorithms.mta_kvs import SLOT_BITS
 
 #: version of the pair map's format written (the local-part record's version)
-PAIRS_VERSION: Final = 2
+PAIRS_VERSION: Final = 3
 #: versions read
-READABLE_PAIRS_VERSIONS: Final = (1, 2)
+READABLE_PAIRS_VERSIONS: Final = (1, 2, 3)
 #: bits below the lane index in a map key
 LANE_SHIFT: Final = 56
 #: the slot (below the lane bits) of a lane's local-part record: above every pair slot
@@ -76,8 +104,15 @@ _DELETED: Final = object()
 # ------------------------------------------------------------------------- packed pairs (v2)
 #: first byte of a packed pair value (``PAIRS_VERSION`` 2)
 PACKED_PAIR: Final = 0x10
-#: first byte of a version-2 local-part record
+#: first byte of a local-part record (versions 2 and 3)
 PACKED_LOCAL: Final = 0x11
+#: first byte of a version-3 pair-write mark (the map's local slot)
+PAIRS_MARK: Final = 0x12
+#: first byte of the metadata's extension that holds the lanes' local parts (version 3)
+META_LOCALS: Final = 0x13
+_MARK = struct.Struct("<BBq")            # tag, version, nonce
+_LOCALS_HEAD = struct.Struct("<BBB")     # tag, version, count
+_LOCALS_ITEM = struct.Struct("<BI")      # lane, len(record)
 _HEAD = struct.Struct("<BH")            # tag, len(shape)
 _LOCAL_HEAD = struct.Struct("<BBHIq")   # tag, version, len(fingerprint), len(ints), nonce
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -313,21 +348,80 @@ def _int64s(ints: Sequence[int]) -> bytes:
     return _U32.pack(len(ints)) + struct.pack(f"<{len(ints)}q", *ints)
 
 
+def _flat_buffer(buffer: Sequence[tuple[int, Any]]) -> tuple[list[int], list[Any]] | None:
+    """The write buffer ``(slot, pair)`` as ints (its length, per pair its slot and its
+    element count, then the times of its level-0 elements) and values (every element, a
+    level-0 one by its partial), or ``None`` if a level-0 element is not ``(int, partial)``
+    or a pair not a tuple of one or two elements."""
+    ints: list[int] = [len(buffer)]
+    times: list[int] = []
+    vals: list[Any] = []
+    for key, pair in buffer:
+        if type(pair) is not tuple or not 1 <= len(pair) <= 2:
+            return None
+        ints += (key, len(pair))
+        if key >> SLOT_BITS:
+            vals += pair
+            continue
+        for e in pair:
+            if type(e) is not tuple or len(e) != 2 or type(e[0]) is not int:
+                return None
+            times.append(e[0])
+            vals.append(e[1])
+    return ints + times, vals
+
+
+def _unflat_buffer(ints: list[int], vals: list[Any]) -> list[tuple[int, Any]]:
+    """Inverse of :func:`_flat_buffer` (:class:`IndexError` or :class:`ValueError` if the
+    counts do not match)."""
+    n = ints[0]
+    t = 1 + 2 * n           # the times
+    v = 0
+    buffer: list[tuple[int, Any]] = []
+    append = buffer.append
+    for j in range(1, t, 2):
+        key, k = ints[j], ints[j + 1]
+        if key >> SLOT_BITS:
+            if k == 2:
+                append((key, (vals[v], vals[v + 1])))
+            elif k == 1:
+                append((key, (vals[v],)))
+            else:
+                raise ValueError("buffered pairs do not match their counts")
+        elif k == 2:
+            append((key, ((ints[t], vals[v]), (ints[t + 1], vals[v + 1]))))
+            t += 2
+        elif k == 1:
+            append((key, ((ints[t], vals[v]),)))
+            t += 1
+        else:
+            raise ValueError("buffered pairs do not match their counts")
+        v += k
+    if n < 0 or t != len(ints) or v != len(vals):
+        raise ValueError("buffered pairs do not match their counts")
+    return buffer
+
+
 def encode_local(fingerprint: str, ints: Sequence[int], partials: list[Any], nonce: int,
-                 rows: list[list[Any]]) -> bytes:
-    """A version-2 local-part record (module docstring); :class:`CodecError` if an int of
-    ``ints`` or ``nonce`` is beyond 64 bits, or a partial has no codec encoding."""
+                 rows: list[list[Any]], buffer: Sequence[tuple[int, Any]] = ()) -> bytes:
+    """A version-3 local-part record (module docstring) with the structure's write buffer
+    ``(slot, pair)``; :class:`CodecError` if an int of ``ints`` or ``nonce`` is beyond 64
+    bits, or a partial has no codec encoding."""
     fp = fingerprint.encode("utf-8")
     try:
         out = [_LOCAL_HEAD.pack(PACKED_LOCAL, PAIRS_VERSION, len(fp), len(ints), nonce), fp,
                struct.pack(f"<{len(ints)}q", *ints)]
         flat = _flat_rows(rows)
-        if flat is None:
-            out += [bytes([_ROWS_GENERIC]), encode_pair([partials, rows])]
+        flat_buffer = None if flat is None else _flat_buffer(buffer)
+        if flat is None or flat_buffer is None:
+            out += [bytes([_ROWS_GENERIC]),
+                    encode_pair([partials, rows, [[k, v] for k, v in buffer]])]
         else:
             counts, vals = flat
-            vals = [*partials, *vals]
-            out += [bytes([_ROWS_FLAT]), _int64s(counts), _U32.pack(len(partials))]
+            buffer_ints, buffer_vals = flat_buffer
+            vals = [*partials, *vals, *buffer_vals]
+            out += [bytes([_ROWS_FLAT]), _int64s(counts), _int64s(buffer_ints),
+                    _U32.pack(len(partials))]
             if _ONLY_FLOATS.issuperset(map(type, vals)):
                 out += [bytes([_VALUES_FLOATS]), _U32.pack(len(vals)),
                         struct.pack(f"<{len(vals)}d", *vals)]
@@ -338,9 +432,12 @@ def encode_local(fingerprint: str, ints: Sequence[int], partials: list[Any], non
     return b"".join(out)
 
 
-def decode_local(data: bytes) -> tuple[int, str, list[int], list[Any], int, list[Any]]:
-    """``(version, fingerprint, ints, partials, nonce, rows)`` of a version-2 record (the
-    version is returned, not checked)."""
+def decode_local(data: bytes
+                 ) -> tuple[int, str, list[int], list[Any], int, list[Any],
+                            list[tuple[int, Any]]]:
+    """``(version, fingerprint, ints, partials, nonce, rows, buffer)`` of a version-2 or -3
+    record (the version is returned, not checked beyond its layout; ``buffer`` is empty in
+    version 2)."""
     try:
         _, version, nfp, nints, nonce = _LOCAL_HEAD.unpack_from(data, 0)
         at = _LOCAL_HEAD.size
@@ -348,14 +445,28 @@ def decode_local(data: bytes) -> tuple[int, str, list[int], list[Any], int, list
         at += nfp
         ints = list(struct.unpack_from(f"<{nints}q", data, at))
         at += 8 * nints
+        v3 = version >= 3
+        buffer: list[tuple[int, Any]] = []
         form = data[at]
         at += 1
         if form == _ROWS_GENERIC:
-            partials, rows = decode_pair(data[at:])
+            if v3:
+                partials, rows, items = decode_pair(data[at:])
+                if type(items) is not list or not all(
+                        type(x) is list and len(x) == 2 and type(x[0]) is int
+                        and type(x[1]) is tuple for x in items):
+                    raise ValueError("buffered pairs are not [slot, pair] items")
+                buffer = [(k, v) for k, v in items]
+            else:
+                partials, rows = decode_pair(data[at:])
         elif form == _ROWS_FLAT:
             n, = _U32.unpack_from(data, at)
             counts = list(struct.unpack_from(f"<{n}q", data, at + 4))
             at += 4 + 8 * n
+            if v3:
+                n, = _U32.unpack_from(data, at)
+                buffer_ints = list(struct.unpack_from(f"<{n}q", data, at + 4))
+                at += 4 + 8 * n
             npartials, kind = struct.unpack_from("<IB", data, at)
             at += 5
             if kind == _VALUES_FLOATS:
@@ -371,7 +482,14 @@ def decode_local(data: bytes) -> tuple[int, str, list[int], list[Any], int, list
             else:
                 raise ValueError(f"unknown values form {kind}")
             partials = vals[:npartials]
-            rows = _unflat_rows(ints[1], counts, vals[npartials:])
+            h = ints[1]
+            if v3:
+                # the rows' values: each level's tail and head elements
+                end = npartials + sum(counts[j] + counts[j + 2]
+                                      for j in range(0, min(3 * h, len(counts)), 3))
+                buffer = _unflat_buffer(buffer_ints, vals[end:])
+                vals = vals[:end]
+            rows = _unflat_rows(h, counts, vals[npartials:])
         else:
             raise ValueError(f"unknown rows form {form}")
         if type(partials) is not list or type(rows) is not list:
@@ -380,7 +498,7 @@ def decode_local(data: bytes) -> tuple[int, str, list[int], list[Any], int, list
         if isinstance(exc, CodecError):
             raise
         raise CodecError(f"corrupt window pairs record: {exc}") from None
-    return version, fingerprint, ints, partials, nonce, rows
+    return version, fingerprint, ints, partials, nonce, rows, buffer
 
 
 @runtime_checkable
@@ -433,18 +551,90 @@ class MemoryPairMap:
             pop(k, None)
 
 
+def encode_locals(records: Sequence[tuple[int, bytes]]) -> bytes:
+    """The metadata's extension holding the lanes' local parts ``(lane, record)`` (version 3;
+    module docstring): appended to the metadata's JSON text."""
+    out = [_LOCALS_HEAD.pack(META_LOCALS, PAIRS_VERSION, len(records))]
+    for lane, record in records:
+        out += [_LOCALS_ITEM.pack(lane, len(record)), record]
+    return b"".join(out)
+
+
+def decode_locals(data: bytes) -> dict[int, bytes]:
+    """Inverse of :func:`encode_locals`: lane -> local-part record. :class:`StateError`
+    for an unknown version or corrupt bytes."""
+    try:
+        tag, version, n = _LOCALS_HEAD.unpack_from(data, 0)
+        if tag != META_LOCALS:
+            raise ValueError(f"tag 0x{tag:02x}")
+        if version != PAIRS_VERSION:
+            raise StateError(version_error("window pairs", version, READABLE_PAIRS_VERSIONS))
+        at = _LOCALS_HEAD.size
+        out: dict[int, bytes] = {}
+        for _ in range(n):
+            lane, size = _LOCALS_ITEM.unpack_from(data, at)
+            at += _LOCALS_ITEM.size
+            out[lane] = data[at:at + size]
+            at += size
+            if at > len(data):
+                raise ValueError("truncated")
+        if at != len(data):
+            raise ValueError(f"{len(data) - at} trailing bytes")
+    except (struct.error, ValueError) as exc:
+        raise StateError(f"corrupt window pairs in the metadata: {exc}") from None
+    return out
+
+
+def different_calls(key: Any) -> StateError:
+    """The error of a key whose window pairs and metadata were written by different calls."""
+    return StateError(
+        f"key {key!r}: its window pairs and its metadata were written by different calls "
+        f"(a call failed between the two writes on a state without transactions; engines "
+        f"discard a failed micro-batch's or bundle's writes): restore the key's state from "
+        f"a checkpoint")
+
+
+def _mark(nonce: int) -> bytes:
+    return _MARK.pack(PAIRS_MARK, PAIRS_VERSION, nonce)
+
+
 class LanePairs:
     """One lane's :class:`~swag_core.algorithms.mta_kvs.PairStore` over a key's
     :class:`PairMap` (see the module docstring): encodes, prefixes with the lane, and holds
-    the writes of the current call until :meth:`apply`."""
+    the writes of the current call until :meth:`apply`.
 
-    __slots__ = ("key", "lane", "map", "pending")
+    Version 3 keeps the local part in the key's metadata; the map's local slot holds the
+    *mark* of the last call that wrote pairs (its nonce, also in the local part:
+    :attr:`written`). A reopened lane checks the mark on its first map access (with its
+    first read, no extra call; before its first write, one read), so the pairs of a call
+    that failed before its metadata write are never used nor overwritten unnoticed."""
+
+    __slots__ = ("_next", "check", "key", "lane", "map", "mark", "pending", "written")
 
     def __init__(self, pair_map: PairMap, lane: int, key: Any) -> None:
         self.map = pair_map
         self.lane = lane << LANE_SHIFT
         self.key = key  # for error messages
         self.pending: dict[int, Any] = {}   # slot -> value, or _DELETED
+        #: nonce of the last call that wrote this lane's pairs (0: none yet)
+        self.written = 0
+        #: the mark the map must hold, checked on the first map access (``None``: checked)
+        self.check: int | None = None
+        #: write a mark on the next save even without pairs (the local slot holds a
+        #: version-1 or -2 record)
+        self.mark = False
+        self._next = 0
+
+    def _verify(self, data: bytes | None) -> None:
+        """Compare the map's local slot with :attr:`check` (see the class docstring)."""
+        expected, self.check = self.check, None
+        if data is None:
+            ok = expected == 0
+        else:
+            ok = (len(data) == _MARK.size and data[0] == PAIRS_MARK
+                  and _MARK.unpack(data)[2] == expected)
+        if not ok:
+            raise different_calls(self.key)
 
     def get_many(self, slots: Sequence[int]) -> list[Any]:
         pending = self.pending
@@ -452,7 +642,14 @@ class LanePairs:
         missing = [s for s, v in zip(slots, out) if v is None]
         if missing:
             lane = self.lane
-            got = iter(self.map.get_many([lane | s for s in missing]))
+            keys = [lane | s for s in missing]
+            if self.check is not None:
+                keys.append(lane | LOCAL)
+                values = self.map.get_many(keys)
+                self._verify(values.pop())
+            else:
+                values = self.map.get_many(keys)
+            got = iter(values)
             out = [self._decode(next(got)) if v is None else v for v in out]
         return [None if v is _DELETED else v for v in out]
 
@@ -473,38 +670,82 @@ class LanePairs:
             pending[s] = _DELETED
 
     def encode(self, fingerprint: str, ints: Sequence[int], partials: list[Any],
-               nonce: int, tails: list[list[Any]]) -> tuple[list[int], list[tuple[int, bytes]]]:
-        """The map writes of the call's pairs and the structure's local part
-        (:func:`encode_local`): ``(slots to delete, (slot, bytes) to put)``; writes nothing
-        (an encoding error leaves the map as it was)."""
+               nonce: int, tails: list[list[Any]], buffer: Sequence[tuple[int, Any]] = ()
+               ) -> tuple[list[int], list[tuple[int, bytes]], bytes]:
+        """The map writes of the call's pairs (with the mark of ``nonce``, the call's, if
+        there are any) and the structure's local part for the metadata
+        (:func:`encode_local`, stamped with the mark): ``(slots to delete, (slot, bytes)
+        to put, local part)``; writes nothing (an encoding error leaves the map as it
+        was)."""
         lane = self.lane
-        puts = [(lane | s, encode_pair(v)) for s, v in self.pending.items() if v is not _DELETED]
-        puts.append((lane | LOCAL, encode_local(fingerprint, ints, partials, nonce, tails)))
-        gone = [lane | s for s, v in self.pending.items() if v is _DELETED]
-        return gone, puts
+        pending = self.pending
+        if pending or self.mark:
+            puts = [(lane | s, encode_pair(v)) for s, v in pending.items() if v is not _DELETED]
+            puts.append((lane | LOCAL, _mark(nonce)))
+            gone = [lane | s for s, v in pending.items() if v is _DELETED]
+            self._next = nonce
+        else:
+            puts, gone = [], []
+            self._next = self.written
+        return gone, puts, encode_local(fingerprint, ints, partials, self._next, tails,
+                                        buffer)
 
     def apply(self, gone: list[int], puts: list[tuple[int, bytes]]) -> None:
-        """Write what :meth:`encode` returned and forget the call's pairs."""
-        if gone:
-            self.map.delete_many(gone)
-        self.map.put_many(puts)
+        """Write what :meth:`encode` returned (the puts with the mark first, then the
+        deletes: a failure in between leaves a mark the metadata does not name) and forget
+        the call's pairs."""
+        if puts:
+            if self.check is not None:
+                self._verify(self.map.get_many([self.lane | LOCAL])[0])
+            self.map.put_many(puts)
+            if gone:
+                self.map.delete_many(gone)
+        self.written = self._next
+        self.mark = False
         self.pending.clear()
 
+    def reopened(self, data: bytes
+                 ) -> tuple[str, list[int], list[Any], list[Any], list[tuple[int, Any]]]:
+        """A version-3 local part (from the metadata): ``(fingerprint, ints, partials,
+        tails, buffer)``; the lane then checks its map's mark on first access (class
+        docstring).
+        :class:`StateError` for a corrupt record or an unknown version."""
+        if data[:1] != bytes([PACKED_LOCAL]):
+            raise StateError(f"key {self.key!r}: corrupt window pairs record in the "
+                             f"metadata")
+        if data[1:2] != bytes([PAIRS_VERSION]):
+            error = version_error("window pairs", data[1] if len(data) > 1 else None,
+                                  READABLE_PAIRS_VERSIONS)
+            raise StateError(f"key {self.key!r}: {error}")
+        try:
+            _, fingerprint, ints, partials, nonce, tails, buffer = decode_local(data)
+        except CodecError as exc:
+            raise StateError(f"key {self.key!r}: {exc}") from None
+        self.written = self.check = nonce
+        return fingerprint, ints, partials, tails, buffer
+
     def read_local(self) -> tuple[str, list[int], list[Any], int, list[Any] | None] | None:
-        """The lane's local-part record ``(fingerprint, ints, partials, nonce, tails)``
-        (``tails`` ``None`` in a version-1 record: they are in the map), or ``None`` if it
-        has none. :class:`StateError` for a corrupt record or an unknown version."""
+        """The lane's local-part record in the map, as versions 1 and 2 kept it
+        ``(fingerprint, ints, partials, nonce, tails)`` (``tails`` ``None`` in a version-1
+        record: they are in the map), or ``None`` if it has none; the next save then
+        replaces it with a mark. :class:`StateError` for a corrupt record, an unknown
+        version, or a version-3 mark (the metadata naming none: a call failed between the
+        two writes)."""
         data = self.map.get_many([self.lane | LOCAL])[0]
         if data is None:
             return None
+        self.mark = True
+        if data[:1] == bytes([PAIRS_MARK]):
+            raise different_calls(self.key)     # the metadata holds no local part
         if data[:1] == bytes([PACKED_LOCAL]):
+            if data[1:2] != b"\x02":
+                error = version_error("window pairs", data[1] if len(data) > 1 else None,
+                                      READABLE_PAIRS_VERSIONS)
+                raise StateError(f"key {self.key!r}: {error}")
             try:
-                version, fingerprint, ints, partials, nonce, tails = decode_local(data)
+                _, fingerprint, ints, partials, nonce, tails, _ = decode_local(data)
             except CodecError as exc:
                 raise StateError(f"key {self.key!r}: {exc}") from None
-            if version != PAIRS_VERSION:
-                error = version_error("window pairs", version, READABLE_PAIRS_VERSIONS)
-                raise StateError(f"key {self.key!r}: {error}")
             return fingerprint, ints, partials, nonce, tails
         record = self._decode(data)
         if not isinstance(record, list) or not record or record[0] != 1:
@@ -518,6 +759,7 @@ class LanePairs:
         return fingerprint, ints, partials, nonce, None
 
 
-__all__ = ["LANE_SHIFT", "LOCAL", "PACKED_LOCAL", "PACKED_PAIR", "PAIRS_VERSION",
-           "READABLE_PAIRS_VERSIONS", "LanePairs", "MemoryPairMap", "PairMap", "decode_local",
-           "decode_pair", "encode_local", "encode_pair"]
+__all__ = ["LANE_SHIFT", "LOCAL", "META_LOCALS", "PACKED_LOCAL", "PACKED_PAIR", "PAIRS_MARK",
+           "PAIRS_VERSION", "READABLE_PAIRS_VERSIONS", "LanePairs", "MemoryPairMap", "PairMap",
+           "decode_local", "decode_locals", "decode_pair", "different_calls", "encode_local",
+           "encode_locals", "encode_pair"]

@@ -45,6 +45,10 @@ result pair and stack), from which :meth:`reopen` rebuilds the window without a 
 level reads its head (a refill) when first used, so one operation after a reopen reads only
 the heads it touches (inserts touch tails only: no read). A local part without tails (an
 older store that holds the tails as pairs) reads each level's tail on its first use.
+:meth:`park` is :meth:`flush` for a window saved after every operation: it keeps a write
+buffer that is not full local and returns it with the local part (the paper's buffer: the
+store is written once per ``buffer_pairs`` retired or modified pairs, not on every save),
+and a reopened level's first refill reads :data:`HEAD_PAIRS` pairs.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ _TAIL: Final = 4        # elements a tail holds at most (two pairs)
 _CLEAN: Final[frozenset[int]] = frozenset()
 #: pairs of a level's head cache kept in the local part (a reopened level evicts a few
 #: entries without a read)
-HEAD_PAIRS: Final = 2
+HEAD_PAIRS: Final = 4
 
 
 def slot(level: int, pair: int) -> int:
@@ -533,6 +537,24 @@ class _KvsLayout(_MtaBase):
             row.collect(self._head_of(level))
         self._kv.flush_buffer()
 
+    def park(self) -> tuple[list[int], list[Any], list[list[Any]], list[tuple[int, Any]]]:
+        """:meth:`flush` that keeps a write buffer smaller than ``buffer_pairs`` local: the
+        modified heads go to the buffer, dead pairs are deleted as by :meth:`flush`, and the
+        buffer is written only once it holds ``buffer_pairs`` pairs. Returns the local part
+        with the buffer: :meth:`local_state` and the buffered ``(slot, pair)`` items, for
+        :meth:`reopen` (``local`` with a fourth element). A window saved after every
+        operation (a driver call) then writes the store once per ``buffer_pairs`` retired
+        or modified pairs instead of on every save (the paper's buffer, section 2.5), at the
+        price of a local part up to ``buffer_pairs`` pairs larger."""
+        kv = self._kv
+        for level, row in enumerate(self._v):
+            row.flush()
+            row.collect(self._head_of(level))
+        if len(kv.buffer) >= kv.buffer_pairs:
+            kv.flush_buffer()
+        ints, partials, rows = self.local_state()
+        return ints, partials, rows, list(kv.buffer.items())
+
     def resident_pairs(self) -> int:
         """Pairs held in local memory: tails, head caches, buffer and the class's own
         O(log n) state (counted in elements / 2, rounded up)."""
@@ -580,10 +602,13 @@ class _KvsLayout(_MtaBase):
     @classmethod
     def reopen(cls, aggregation: Aggregation, store: PairStore,
                local: tuple[Sequence[int], Sequence[Any]]
-               | tuple[Sequence[int], Sequence[Any], Sequence[Sequence[Any]]], *,
+               | tuple[Sequence[int], Sequence[Any], Sequence[Sequence[Any]]]
+               | tuple[Sequence[int], Sequence[Any], Sequence[Sequence[Any]],
+                       Sequence[tuple[int, Any]]], *,
                cache_pairs: int = 64, buffer_pairs: int = 64) -> Any:
         """The window that :meth:`local_state` described, over the ``store`` it flushed to
-        (no read here; a level's head beyond what ``local`` holds is read on first use).
+        (no read here; a level's head beyond what ``local`` holds is read on first use);
+        with a fourth element, the write buffer that :meth:`park` kept local.
         ``local`` without rows (``(ints, partials)``: a store whose pairs include the tails,
         as written before tails went with the local part) reads each level's tail on first
         use.
@@ -593,6 +618,8 @@ class _KvsLayout(_MtaBase):
         kv = self._kv = _Pairs(store, cache_pairs, buffer_pairs, self._head_of)
         ints, partials = list(local[0]), list(local[1])
         tails = local[2] if len(local) > 2 else None
+        if len(local) > 3:
+            kv.buffer.update(local[3])
         self._lo0, h = ints[0], ints[1]
         if h < 1 or len(ints) < 2 + 3 * h or (tails is not None and len(tails) != h):
             raise ValueError(f"corrupt local part: {h} levels, {len(ints)} ints")
@@ -602,10 +629,14 @@ class _KvsLayout(_MtaBase):
         self._v = levels
         self._t = _Times(levels[0])  # type: ignore[assignment]
         self._base = ints[4:2 + 3 * h:3]
+        fill = min(HEAD_PAIRS, cache_pairs)
         for level, row in enumerate(levels):
             j = 2 + 3 * level
             end = row.end = ints[j]
             row.gc = ints[j + 1]
+            # a refill reads at least what the local part keeps of a head: a reopened
+            # level that evicts on then reads once per HEAD_PAIRS pairs, not per pair
+            row.fill = fill
             if tails is None:
                 row.tail_from = row.c_lo = max(0, (end - 3) & ~1)
                 row.tail = None

@@ -207,12 +207,15 @@ def test_kvs_checkpoint_restores(name: str) -> None:
     """A driver restored from a committed KVS-layout state (meta, the log of pending events,
     the pair map) emits the recorded rows; the map's records decode as documented
     (``adapters/state/pairs.py``); without the map the rows differ (they come from it)."""
+    from adapters.state.codec import split_meta
     from adapters.state.pairs import (
         LANE_SHIFT,
         LOCAL,
         PACKED_LOCAL,
         PACKED_PAIR,
+        PAIRS_MARK,
         decode_local,
+        decode_locals,
         decode_pair,
     )
 
@@ -227,9 +230,11 @@ def test_kvs_checkpoint_restores(name: str) -> None:
             if version == 1:  # JSON [1, fingerprint, ints, partials, nonce]
                 value = decode_value(data)
                 assert value[0] == 1 and len(value) == 5
+            elif version == 3:  # the mark of the last call that wrote pairs
+                assert data[0] == PAIRS_MARK and len(data) == 10
             else:             # packed, with the tails
                 assert data[0] == PACKED_LOCAL
-                got, _, ints, _, _, tails = decode_local(data)
+                got, _, ints, _, _, tails, _ = decode_local(data)
                 assert got == 2 and len(tails) == ints[1]
         else:
             value = decode_pair(data)
@@ -237,8 +242,21 @@ def test_kvs_checkpoint_restores(name: str) -> None:
             if version == 1:
                 assert decode_value(data) == value
             packed += data[0] == PACKED_PAIR
-    # version 2 packs every pair of the built-in aggregations (collect's lists of ints too)
-    assert (packed == len(sample["pairs"]) - 1) if version == 2 else packed == 0
+    # version 3: the local part is in the metadata's extension (packed, with the tails)
+    extension = split_meta(bytes.fromhex(sample["meta_hex"]))[1]
+    assert (extension is not None) == (version == 3)
+    if extension is not None:
+        (lane, record), = decode_locals(extension).items()
+        got, _, ints, _, _, tails, _ = decode_local(record)
+        assert lane == 0 and got == 3 and len(tails) == ints[1]
+    # versions 2 and 3 pack every pair of the built-in aggregations (collect's lists of
+    # ints too)
+    assert (packed == len(sample["pairs"]) - 1) if version >= 2 else packed == 0
+    if version == 3:  # the local part names a mark that the empty map does not hold
+        with pytest.raises(StateError, match="different calls"):
+            WindowDriver(sample["query"]).advance_watermark("k", "end",
+                                                            _kvs_state(sample, False))
+        return
     bare = WindowDriver(sample["query"]).advance_watermark("k", "end",
                                                            _kvs_state(sample, False)).rows
     assert json.loads(json.dumps(bare)) != sample["rows_at_end"]

@@ -175,6 +175,54 @@ def test_failed_meta_write_after_the_map_is_detected_at_reload() -> None:
         WindowDriver(_query("kvs")).advance_watermark("k", 260, state)
 
 
+def test_failed_meta_write_before_a_first_write_is_detected() -> None:
+    """The same with a reload whose first map access is a write (inserts only): the mark is
+    read before the write, so the failed call's pairs are not overwritten unnoticed."""
+    class FailingMeta(MemoryKeyState):
+        fail = False
+
+        def put_meta(self, data: bytes) -> None:
+            if self.fail:
+                raise OSError("disk full")
+            super().put_meta(data)
+
+    state = FailingMeta()
+    driver = WindowDriver(_query("kvs"))
+    driver.process("k", [(t, {"v": t % 50}) for t in range(300)], state)
+    driver.advance_watermark("k", 100, state)
+    state.fail = True
+    with pytest.raises(OSError, match="disk full"):
+        driver.process("k", [(300 + t, {"v": t % 7}) for t in range(100)], state,
+                       watermark=300)
+    state.fail = False
+    calls = state.pair_map().calls
+    with pytest.raises(StateError, match=r"key 'k'.*different calls"):
+        WindowDriver(_query("kvs")).process("k", [(400 + t, {"v": 1}) for t in range(100)],
+                                            state, watermark=400)
+    assert state.pair_map().calls == calls + 1  # the mark read, nothing written
+
+
+def test_a_miss_reads_the_local_part_with_the_metadata() -> None:
+    """A cache miss reopens the structure from the metadata value (pair format version 3,
+    with the write buffer and four head pairs per level): a call that inserts and evicts an
+    entry touches the map only when a write buffer fills, pairs die or a head moves past
+    what the local part holds, under one map call per miss on average (version 2: a read
+    and a write of the local part per call, and more); the rows equal those of the memory
+    layout."""
+    states = {layout: MemoryKeyState() for layout in ("kvs", "memory")}
+    for layout, state in states.items():
+        driver = WindowDriver(_query(layout))
+        driver.process("k", [(t, {"v": (t * 7) % 101}) for t in range(2000)], state)
+        driver.advance_watermark("k", 2000, state)
+    calls = states["kvs"].pair_map().calls
+    for t in range(2000, 2064):
+        rows = [WindowDriver(_query(layout), max_cached_keys=1).process(
+            "k", [(t, {"v": (t * 7) % 101})], state, watermark=t).rows
+            for layout, state in states.items()]
+        assert rows[0] == rows[1] and (rows[0] or t == 2000)
+    assert states["kvs"].pair_map().calls - calls <= 64 * 3 // 4
+
+
 def test_auto_keeps_partials_without_an_encoding_in_memory() -> None:
     """``auto`` moves a structure only if its partials have a codec encoding: a user
     aggregation whose partials are arbitrary objects stays in memory, rows unchanged."""

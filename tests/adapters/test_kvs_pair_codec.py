@@ -1,6 +1,7 @@
-"""The pair map's packed format, version 2 (``adapters/state/pairs.py``): exact round trips
-of the values the KVS layout stores, the JSON form for the rest, version 1 still read, and
-errors (not garbage) for corrupt or unknown bytes."""
+"""The pair map's packed format, versions 2 and 3 (``adapters/state/pairs.py``): exact round
+trips of the values the KVS layout stores, the JSON form for the rest, versions 1 and 2
+still read (and continued in version 3: the local parts in the metadata), and errors (not
+garbage) for corrupt or unknown bytes."""
 
 from __future__ import annotations
 
@@ -20,11 +21,14 @@ from adapters.state.pairs import (
     LOCAL,
     PACKED_LOCAL,
     PACKED_PAIR,
+    PAIRS_MARK,
     LanePairs,
     MemoryPairMap,
     decode_local,
+    decode_locals,
     decode_pair,
     encode_local,
+    encode_locals,
     encode_pair,
 )
 from tests.golden import samples
@@ -88,22 +92,42 @@ def test_local_record_round_trip_and_versions() -> None:
     tails = [[(1, 2.0), (2, None), (3, 1.5)], [4.0, 5.0]]
     data = encode_local("KvsAmta:max:x", [1, 2, 3, -2**63], [4.0, (1, 2)], 2**62 - 1, tails)
     assert data[0] == PACKED_LOCAL
-    assert decode_local(data) == (2, "KvsAmta:max:x", [1, 2, 3, -2**63], [4.0, (1, 2)],
-                                  2**62 - 1, tails)
+    assert decode_local(data) == (3, "KvsAmta:max:x", [1, 2, 3, -2**63], [4.0, (1, 2)],
+                                  2**62 - 1, tails, [])
     with pytest.raises(CodecError):
         encode_local("f", [2**63], [], 0, [])
     pm = MemoryPairMap()
     pairs = LanePairs(pm, 0, "k")
-    pm.put_many([(LOCAL, data[:1] + bytes([3]) + data[2:])])   # version 3
-    with pytest.raises(StateError, match=r"window pairs: version 3 is unknown.*\[1, 2\]"):
+    # version 3: the local parts are in the metadata (encode_locals), read back as written
+    ext = encode_locals([(0, data), (3, b"\x11x")])
+    assert decode_locals(ext) == {0: data, 3: b"\x11x"}
+    assert pairs.reopened(data) == ("KvsAmta:max:x", [1, 2, 3, -2**63], [4.0, (1, 2)], tails,
+                                    [])
+    assert pairs.check == pairs.written == 2**62 - 1
+    with pytest.raises(StateError, match=r"window pairs: version 4 is unknown.*\[1, 2, 3\]"):
+        decode_locals(ext[:1] + bytes([4]) + ext[2:])
+    with pytest.raises(StateError, match="corrupt window pairs in the metadata"):
+        decode_locals(ext[:-1])
+    with pytest.raises(StateError, match=r"window pairs: version 4 is unknown.*\[1, 2, 3\]"):
+        pairs.reopened(data[:1] + bytes([4]) + data[2:])
+    pm.put_many([(LOCAL, data[:1] + bytes([4]) + data[2:])])   # version 4 in the map
+    with pytest.raises(StateError, match=r"window pairs: version 4 is unknown.*\[1, 2, 3\]"):
         pairs.read_local()
+    pm.put_many([(LOCAL, bytes([PAIRS_MARK, 3]) + bytes(8))])   # a mark, metadata without
+    with pytest.raises(StateError, match="different calls"):
+        pairs.read_local()
+    from tests.adapters.test_golden_formats import KVS
+    v2 = bytes.fromhex(KVS["over_max_amta_v2"]["pairs"][str(LOCAL)])
+    pm.put_many([(LOCAL, v2)])                                  # version 2 in the map
+    got = pairs.read_local()
+    assert got is not None and got[0].startswith("KvsAmta:") and got[4] is not None
     pm.put_many([(LOCAL, data[:-3])])                           # truncated
     with pytest.raises(StateError, match="key 'k'"):
         pairs.read_local()
     pm.put_many([(LOCAL, encode_value([1, "f", [0, 1, 0, 0, 0], [], 5]))])
     assert pairs.read_local() == ("f", [0, 1, 0, 0, 0], [], 5, None)   # version 1
-    pm.put_many([(LOCAL, encode_value([3, "f", [], [], 5]))])
-    with pytest.raises(StateError, match=r"version 3 is unknown"):
+    pm.put_many([(LOCAL, encode_value([4, "f", [], [], 5]))])
+    with pytest.raises(StateError, match=r"version 4 is unknown"):
         pairs.read_local()
 
 
@@ -112,23 +136,32 @@ def _restored(name: str) -> MemoryKeyState:
     return _kvs_state(KVS[name])
 
 
-@pytest.mark.parametrize("name", ["over_max_amta", "over_collect_log_mta"])
-def test_a_version_1_key_goes_on_and_is_rewritten_in_version_2(name: str) -> None:
-    """A key restored from version-1 state (tails as pairs, JSON) and its version-2 twin
-    (the same calls) emit the same rows on further calls; the old key's next save writes a
-    version-2 record and packed pairs, and a restart from that reads on alike."""
-    query = samples.KVS_CHECKPOINTS[name]["query"]
-    old, new = _restored(name), _restored(name + "_v2")
+@pytest.mark.parametrize("name", ["over_max_amta", "over_collect_log_mta",
+                                  "over_max_amta_v2", "over_collect_log_mta_v2",
+                                  "over_sum_mean_v2"])
+def test_an_older_key_goes_on_and_is_rewritten_in_version_3(name: str) -> None:
+    """A key restored from version-1 state (tails as pairs, JSON) or version-2 state (the
+    local part in the map), as earlier code wrote it, and its twin that this code wrote (the
+    same calls) emit the same rows on further calls; the old key's next save moves the local
+    part into the metadata and leaves a mark in the map's local slot, packed pairs, and a
+    restart from that reads on alike."""
+    from tests.golden.make_golden import _run_calls
+
+    spec = samples.KVS_CHECKPOINTS[name]
+    query = spec["query"]
+    old, new = _restored(name), _run_calls(spec)
+    assert b"\x13" not in (old.get_meta() or b"") and b"\x13" in (new.get_meta() or b"")
     more = [[(40 + t, {"v": (t * 5) % 13}) for t in range(c, c + 7)] for c in range(0, 28, 7)]
     for i, events in enumerate(more):
         got = []
         for state in (old, new):
-            # a new driver per call: every call reopens from the map
+            # a new driver per call: every call reopens from the state
             got.append(WindowDriver(query).process("k", events, state,
                                                     watermark=40 + 7 * i).rows)
         assert got[0] == got[1] and got[0]
-    local = old.pair_map().data[LOCAL]
-    assert local[0] == PACKED_LOCAL
+    for state in (old, new):
+        assert state.pair_map().data[LOCAL][0] == PAIRS_MARK
+        assert b"\x13" in (state.get_meta() or b"")
     assert all(decode_pair(v)[0] is not None for k, v in old.pair_map().data.items()
                if k != LOCAL)
     end = [WindowDriver(query).advance_watermark("k", "end", s).rows for s in (old, new)]
@@ -159,11 +192,26 @@ def _rows(draw: Any) -> list[list[Any]]:
     return rows
 
 
+@st.composite
+def _buffer(draw: Any) -> list[tuple[int, Any]]:
+    """A write buffer as :meth:`park` gives it: ``(slot, pair)``, a pair of one or two
+    elements, level 0's ``(time, partial)`` (sometimes ``None``: not flat)."""
+    items = []
+    for _ in range(draw(st.integers(0, 6))):
+        level = draw(st.sampled_from([0, 0, 1, 5]))
+        element = (st.tuples(st.integers(-2**63, 2**63 - 1), _partial) | st.none()
+                   if level == 0 else _partial)
+        pair = tuple(draw(st.lists(element, min_size=1, max_size=2)))
+        items.append(((level << 48) | draw(st.integers(0, 2**40)), pair))
+    return items
+
+
 @given(_rows(), st.lists(_partial, max_size=5), st.lists(st.integers(-2**63, 2**63 - 1),
-                                                          max_size=6))
+                                                          max_size=6), _buffer())
 def test_local_record_round_trip(rows: list[list[Any]], partials: list[Any],
-                                 extra: list[int]) -> None:
-    """Any rows (flat or not), partials (all floats or not) and ints come back as given."""
+                                 extra: list[int], buffer: list[tuple[int, Any]]) -> None:
+    """Any rows (flat or not), partials (all floats or not), ints and write buffer come
+    back as given."""
     ints = [0, len(rows), *extra]
-    data = encode_local("fp", ints, partials, 7, rows)
-    assert _same(list(decode_local(data)), [2, "fp", ints, partials, 7, rows])
+    data = encode_local("fp", ints, partials, 7, rows, buffer)
+    assert _same(list(decode_local(data)), [3, "fp", ints, partials, 7, rows, buffer])

@@ -91,9 +91,12 @@ def test_same_as_in_memory_class(kvs: type, mem: type, data: st.DataObject, cach
             t = draw(st.integers(clock - 40, clock + 1))
             results = [x.query_since(t) for x in (w, m)]
         else:
-            w.flush()
-            w = kvs.reopen(agg, store, w.local_state(), cache_pairs=cache,
-                           buffer_pairs=buffer)
+            if draw(st.booleans()):
+                w.flush()
+                local: Any = w.local_state()
+            else:  # the write buffer kept in the local part
+                local = w.park()
+            w = kvs.reopen(agg, store, local, cache_pairs=cache, buffer_pairs=buffer)
             results = []
         assert len(set(map(repr, results))) <= 1, (op, results)
         assert w.query() == m.query()

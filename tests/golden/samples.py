@@ -171,8 +171,14 @@ KVS_CHECKPOINTS.update({
                   {"events": [[20, -0.5], [21, 1e300]], "watermark": 20}],
     },
 })
+#: The same calls in version 3 (the local parts in the metadata's extension, a mark in the
+#: map's local slot).
+KVS_CHECKPOINTS.update({name[:-1] + "3": KVS_CHECKPOINTS[name]
+                        for name in ("over_max_amta_v2", "over_collect_log_mta_v2",
+                                     "over_sum_mean_v2")})
 #: the pair map format version of each KVS sample (its local part's version)
 KVS_PAIRS_VERSIONS: dict[str, int] = {
     "over_max_amta": 1, "over_collect_log_mta": 1,
     "over_max_amta_v2": 2, "over_collect_log_mta_v2": 2, "over_sum_mean_v2": 2,
+    "over_max_amta_v3": 3, "over_collect_log_mta_v3": 3, "over_sum_mean_v3": 3,
 }
