@@ -16,7 +16,7 @@ pinned = tests="$$($(VENVS)/$(1)/bin/python scripts/pinned_tests.py $(VENVS)/cor
 	[ -z "$$tests" ] || HYPOTHESIS_PROFILE=quick $(VENVS)/$(1)/bin/python -m pytest $$tests \
 	$(PYTEST_FLAGS)
 
-.PHONY: main test test-core test-spark test-beam test-flink test-engine-core lint bench venvs \
+.PHONY: main test test-core test-spark test-beam test-flink lint bench venvs \
         check-java clean-venvs
 
 # ---- virtual environments: one per engine, each with the project installed editable ----
