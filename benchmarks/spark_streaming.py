@@ -368,13 +368,15 @@ def _where_time_goes(results: list[dict[str, Any]]) -> list[str]:
             f"{span([r['swag_cpu_jvm_s'] for r in small])} (reading, the key's JSON text, "
             f"the shuffle, Arrow to and from the packing and operator workers, state "
             f"commits) and the Python workers {span([r['swag_cpu_python_s'] for r in small])}."
-            f" On the Python side the largest part is rebuilding keys: Spark hands a bucket's "
-            f"task to either of the two Python workers, and a worker whose cached structures "
-            f"are stale replays each key of the bucket from its event log (at k = 1 up to an "
-            f"hour of events per key); on one core (one worker) the driver's share halved "
-            f"(`docs/spark.md`, \"Performance against Spark's own windows\"). A snapshot "
-            f"of each key's slices in state, or a replay through the NumPy kernels, is the "
-            f"next lever.\n"]
+            f" The Python side rebuilds keys whose cached structures are stale (Spark hands "
+            f"a bucket's task to either of the two Python workers, so about half of the "
+            f"calls find the other worker's copy stale); since commit 28b8dbe the cross-key "
+            f"runtime rebuilds them from the log in arrays instead of replaying each event "
+            f"in Python, and since f57c19b the workers run that runtime at all (before, the "
+            f"query's field readers lost their kernel mark when Spark pickled the query, and "
+            f"every bucket ran the per-key path). What is left is mostly the JVM's: the "
+            f"per-micro-batch pipeline around the Python stages costs about what Spark's "
+            f"whole query costs.\n"]
 
 
 def _run_line(payload: dict[str, Any], name: str, args: str) -> str:
@@ -419,15 +421,16 @@ def _other_runs() -> list[str]:
                          [["key buckets (`key_buckets=16`, default)", *_layout_cells(buckets)],
                           ["per key (`key_buckets=None`)", *_layout_cells(per_key)]]),
             "Wall time swings with the load; the CPU columns do not.\n"]
-    before = load("spark_streaming_json_rows")
+    before = load("spark_streaming_per_key_workers")
     if before:
-        lines += ["Before this session's changes (the JSON-row transport, and count + max "
-                  "outside the NumPy cross-key runtime), same benchmark and size " +
-                  _run_line(before, "spark_streaming_json_rows", "--events 1000000 --files 100 "
-                            "--slides 1h,10s") + "; the machine ran other jobs then, load "
-                  "average " + _load_span(before) + " per cell, against " + _load_span(load(
-                      "spark_streaming")) + " for the main table, mostly the benchmark "
-                  "itself: compare CPU seconds, not events/s:\n",
+        lines += ["Before this session's fixes (the Python workers ran every bucket through "
+                  "the per-key path, the query's field readers having lost their kernel mark "
+                  "when Spark pickled the query, and rebuilt each stale key by replaying its "
+                  "log in Python), same benchmark and size " +
+                  _run_line(before, "spark_streaming_per_key_workers", "--events 1000000 "
+                            "--files 100") + "; load average " + _load_span(before) +
+                  " per cell, against " + _load_span(load("spark_streaming")) +
+                  " for the main table: compare CPU seconds as well as events/s:\n",
                   table(before["results"])]
     head = load("spark_streaming_head")
     if head:
