@@ -704,6 +704,18 @@ class LanePairs:
         self.mark = False
         self.pending.clear()
 
+    def _packed_local(self, data: bytes, version: int) -> tuple[Any, ...]:
+        """:func:`decode_local` of a packed local part that must be of pairs ``version``;
+        :class:`StateError` naming the key otherwise."""
+        if data[1:2] != bytes([version]):
+            error = version_error("window pairs", data[1] if len(data) > 1 else None,
+                                  READABLE_PAIRS_VERSIONS)
+            raise StateError(f"key {self.key!r}: {error}")
+        try:
+            return decode_local(data)
+        except CodecError as exc:
+            raise StateError(f"key {self.key!r}: {exc}") from None
+
     def reopened(self, data: bytes
                  ) -> tuple[str, list[int], list[Any], list[Any], list[tuple[int, Any]]]:
         """A version-3 local part (from the metadata): ``(fingerprint, ints, partials,
@@ -713,14 +725,8 @@ class LanePairs:
         if data[:1] != bytes([PACKED_LOCAL]):
             raise StateError(f"key {self.key!r}: corrupt window pairs record in the "
                              f"metadata")
-        if data[1:2] != bytes([PAIRS_VERSION]):
-            error = version_error("window pairs", data[1] if len(data) > 1 else None,
-                                  READABLE_PAIRS_VERSIONS)
-            raise StateError(f"key {self.key!r}: {error}")
-        try:
-            _, fingerprint, ints, partials, nonce, tails, buffer = decode_local(data)
-        except CodecError as exc:
-            raise StateError(f"key {self.key!r}: {exc}") from None
+        _, fingerprint, ints, partials, nonce, tails, buffer = \
+            self._packed_local(data, PAIRS_VERSION)
         self.written = self.check = nonce
         return fingerprint, ints, partials, tails, buffer
 
@@ -738,14 +744,7 @@ class LanePairs:
         if data[:1] == bytes([PAIRS_MARK]):
             raise different_calls(self.key)     # the metadata holds no local part
         if data[:1] == bytes([PACKED_LOCAL]):
-            if data[1:2] != b"\x02":
-                error = version_error("window pairs", data[1] if len(data) > 1 else None,
-                                      READABLE_PAIRS_VERSIONS)
-                raise StateError(f"key {self.key!r}: {error}")
-            try:
-                _, fingerprint, ints, partials, nonce, tails, _ = decode_local(data)
-            except CodecError as exc:
-                raise StateError(f"key {self.key!r}: {exc}") from None
+            _, fingerprint, ints, partials, nonce, tails, _ = self._packed_local(data, 2)
             return fingerprint, ints, partials, nonce, tails
         record = self._decode(data)
         if not isinstance(record, list) or not record or record[0] != 1:

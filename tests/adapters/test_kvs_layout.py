@@ -152,17 +152,20 @@ def test_failed_call_leaves_the_map_as_it_was() -> None:
     assert state.pair_map().data == before
 
 
+class FailingMeta(MemoryKeyState):
+    """A state without transactions whose metadata write fails while ``fail`` is set."""
+
+    fail = False
+
+    def put_meta(self, data: bytes) -> None:
+        if self.fail:
+            raise OSError("disk full")
+        super().put_meta(data)
+
+
 def test_failed_meta_write_after_the_map_is_detected_at_reload() -> None:
     """A state without transactions whose metadata write fails after the map was written:
     the next reload refuses the key naming it, instead of replaying released events."""
-    class FailingMeta(MemoryKeyState):
-        fail = False
-
-        def put_meta(self, data: bytes) -> None:
-            if self.fail:
-                raise OSError("disk full")
-            super().put_meta(data)
-
     state = FailingMeta()
     driver = WindowDriver(_query("kvs"))
     driver.process("k", [(t, {"v": t % 50}) for t in range(300)], state)
@@ -178,14 +181,6 @@ def test_failed_meta_write_after_the_map_is_detected_at_reload() -> None:
 def test_failed_meta_write_before_a_first_write_is_detected() -> None:
     """The same with a reload whose first map access is a write (inserts only): the mark is
     read before the write, so the failed call's pairs are not overwritten unnoticed."""
-    class FailingMeta(MemoryKeyState):
-        fail = False
-
-        def put_meta(self, data: bytes) -> None:
-            if self.fail:
-                raise OSError("disk full")
-            super().put_meta(data)
-
     state = FailingMeta()
     driver = WindowDriver(_query("kvs"))
     driver.process("k", [(t, {"v": t % 50}) for t in range(300)], state)
