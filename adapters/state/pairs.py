@@ -8,13 +8,28 @@ of the key (an engine's keyed map state: Flink ``MapState[long, bytes]``, Spark
 slot, encodes values (:func:`encode_pair`, no pickle) and holds one call's writes until
 :meth:`LanePairs.apply`, so a call that fails before its state writes leaves the key's map as
 the last completed call wrote it; the structure's local part goes with the key's metadata
-(version 3, below).
+(version 3, below), and the pairs go to the map in pages (version 4, below).
 
-Format, version 3 (``PAIRS_VERSION``; golden samples in ``tests/golden/kvs_pairs.json``):
-map key ``lane << 56 | level << 48 | pair`` (:func:`~swag_core.algorithms.mta_kvs.slot` plus
-the lane index); value :func:`encode_pair` of the tuple of the pair's elements, level-0
-elements ``(time, partial)``. A pair is stored once it is final (it left its level's tail) or
-modified at a level's head; the tails go with the local part. :func:`encode_pair` writes the
+Format, version 4 (``PAIRS_VERSION``; golden samples in ``tests/golden/kvs_pairs.json``): as
+version 3 below, except that the pairs are stored in *pages*: the pairs of a level whose
+slots (``level << 48 | pair``) differ only in their low ``PAGE_SHIFT`` (6) bits share the map
+key ``lane << 56 | PAGE_BIT | slot >> 6`` (``PAGE_BIT = 1 << 55``), value
+(:func:`encode_page`)::
+
+    0x14 | u8 version (4) | u16 LE count | count x (u8 index | u32 LE len(P) | P)
+
+``index`` the slot's low 6 bits, ``P`` the pair's :func:`encode_pair` bytes. A page without
+pairs is deleted. Why: each map call of an engine's state is a round trip (Spark's Python
+state client has no batched map calls), and a sliding window retires and deletes about one
+pair per entry. The local-part record is version 3's with version byte 4 (a lane reopened
+from a version-3 record keeps its pairs one per key); the metadata's extension and the mark
+keep version byte 3 (``LOCALS_VERSION``).
+
+Format, version 3: map key ``lane << 56 | level << 48 | pair``
+(:func:`~swag_core.algorithms.mta_kvs.slot` plus the lane index); value :func:`encode_pair` of
+the tuple of the pair's elements, level-0 elements ``(time, partial)``. A pair is stored once
+it is final (it left its level's tail) or modified at a level's head; the tails go with the
+local part. :func:`encode_pair` writes the
 **packed** form when the value is made of ``float``, ``int``, ``bool``, ``str``, ``None``,
 tuples and lists (the built-in aggregations' partials: max/min floats, counts, exact sums as
 big ints, collect's lists)::
@@ -32,7 +47,7 @@ values. Any other value (a dict, bytes, a user type) is stored in the codec's va
 The structure's local part (:meth:`~swag_core.algorithms.mta_kvs.KvsAmta.local_state`,
 :func:`encode_local`)::
 
-    0x11 | u8 version (3) | u16 LE len(F) | u32 LE n | int64 LE nonce | F: fingerprint, UTF-8
+    0x11 | u8 version (3, 4) | u16 LE len(F) | u32 LE n | int64 LE nonce | F: fingerprint, UTF-8
          | n x int64 LE ints
          | 0x00 | encode_pair([partials, rows, buffer])               (any rows)
          | 0x01 | u32 LE m | m x int64 LE counts                     (flat rows)
@@ -90,10 +105,19 @@ from adapters.errors import CodecError, StateError
 from adapters.state.codec import decode_value, encode_value, version_error
 from swag_core.algorithms.mta_kvs import SLOT_BITS
 
-#: version of the pair map's format written (the local-part record's version)
-PAIRS_VERSION: Final = 3
+#: version of the pair map's format written for a new lane (its local-part record's version;
+#: 4: the pairs in pages)
+PAIRS_VERSION: Final = 4
 #: versions read
-READABLE_PAIRS_VERSIONS: Final = (1, 2, 3)
+READABLE_PAIRS_VERSIONS: Final = (1, 2, 3, 4)
+#: version of the metadata's extension of local parts and of the map's mark (unchanged since
+#: pairs version 3)
+LOCALS_VERSION: Final = 3
+#: a page holds the pairs of one level whose slots differ in their low ``PAGE_SHIFT`` bits
+PAGE_SHIFT: Final = 6
+_PAGE_MASK: Final = (1 << PAGE_SHIFT) - 1
+#: set in the map key of a page (below the lane bits; pair slots and ``LOCAL`` never are one)
+PAGE_BIT: Final = 1 << 55
 #: bits below the lane index in a map key
 LANE_SHIFT: Final = 56
 #: the slot (below the lane bits) of a lane's local-part record: above every pair slot
@@ -110,6 +134,10 @@ PACKED_LOCAL: Final = 0x11
 PAIRS_MARK: Final = 0x12
 #: first byte of the metadata's extension that holds the lanes' local parts (version 3)
 META_LOCALS: Final = 0x13
+#: first byte of a page of pairs (version 4)
+PAIRS_PAGE: Final = 0x14
+_PAGE_HEAD = struct.Struct("<BBH")       # tag, version, count
+_PAGE_ITEM = struct.Struct("<BI")        # index in the page, len(pair)
 _MARK = struct.Struct("<BBq")            # tag, version, nonce
 _LOCALS_HEAD = struct.Struct("<BBB")     # tag, version, count
 _LOCALS_ITEM = struct.Struct("<BI")      # lane, len(record)
@@ -403,13 +431,15 @@ def _unflat_buffer(ints: list[int], vals: list[Any]) -> list[tuple[int, Any]]:
 
 
 def encode_local(fingerprint: str, ints: Sequence[int], partials: list[Any], nonce: int,
-                 rows: list[list[Any]], buffer: Sequence[tuple[int, Any]] = ()) -> bytes:
-    """A version-3 local-part record (module docstring) with the structure's write buffer
-    ``(slot, pair)``; :class:`CodecError` if an int of ``ints`` or ``nonce`` is beyond 64
-    bits, or a partial has no codec encoding."""
+                 rows: list[list[Any]], buffer: Sequence[tuple[int, Any]] = (),
+                 version: int = PAIRS_VERSION) -> bytes:
+    """A local-part record of pairs ``version`` 3 or 4 (the same bytes but the version;
+    module docstring) with the structure's write buffer ``(slot, pair)``;
+    :class:`CodecError` if an int of ``ints`` or ``nonce`` is beyond 64 bits, or a partial
+    has no codec encoding."""
     fp = fingerprint.encode("utf-8")
     try:
-        out = [_LOCAL_HEAD.pack(PACKED_LOCAL, PAIRS_VERSION, len(fp), len(ints), nonce), fp,
+        out = [_LOCAL_HEAD.pack(PACKED_LOCAL, version, len(fp), len(ints), nonce), fp,
                struct.pack(f"<{len(ints)}q", *ints)]
         flat = _flat_rows(rows)
         flat_buffer = None if flat is None else _flat_buffer(buffer)
@@ -435,8 +465,8 @@ def encode_local(fingerprint: str, ints: Sequence[int], partials: list[Any], non
 def decode_local(data: bytes
                  ) -> tuple[int, str, list[int], list[Any], int, list[Any],
                             list[tuple[int, Any]]]:
-    """``(version, fingerprint, ints, partials, nonce, rows, buffer)`` of a version-2 or -3
-    record (the version is returned, not checked beyond its layout; ``buffer`` is empty in
+    """``(version, fingerprint, ints, partials, nonce, rows, buffer)`` of a version-2, -3 or
+    -4 record (the version is returned, not checked beyond its layout; ``buffer`` is empty in
     version 2)."""
     try:
         _, version, nfp, nints, nonce = _LOCAL_HEAD.unpack_from(data, 0)
@@ -554,7 +584,7 @@ class MemoryPairMap:
 def encode_locals(records: Sequence[tuple[int, bytes]]) -> bytes:
     """The metadata's extension holding the lanes' local parts ``(lane, record)`` (version 3;
     module docstring): appended to the metadata's JSON text."""
-    out = [_LOCALS_HEAD.pack(META_LOCALS, PAIRS_VERSION, len(records))]
+    out = [_LOCALS_HEAD.pack(META_LOCALS, LOCALS_VERSION, len(records))]
     for lane, record in records:
         out += [_LOCALS_ITEM.pack(lane, len(record)), record]
     return b"".join(out)
@@ -567,8 +597,9 @@ def decode_locals(data: bytes) -> dict[int, bytes]:
         tag, version, n = _LOCALS_HEAD.unpack_from(data, 0)
         if tag != META_LOCALS:
             raise ValueError(f"tag 0x{tag:02x}")
-        if version != PAIRS_VERSION:
-            raise StateError(version_error("window pairs", version, READABLE_PAIRS_VERSIONS))
+        if version != LOCALS_VERSION:
+            raise StateError(version_error("window pairs in the metadata", version,
+                                           (LOCALS_VERSION,)))
         at = _LOCALS_HEAD.size
         out: dict[int, bytes] = {}
         for _ in range(n):
@@ -595,7 +626,42 @@ def different_calls(key: Any) -> StateError:
 
 
 def _mark(nonce: int) -> bytes:
-    return _MARK.pack(PAIRS_MARK, PAIRS_VERSION, nonce)
+    return _MARK.pack(PAIRS_MARK, LOCALS_VERSION, nonce)
+
+
+def encode_page(pairs: dict[int, bytes]) -> bytes:
+    """A page (version 4, module docstring) of encoded ``pairs``: index in the page ->
+    :func:`encode_pair` bytes."""
+    out = [_PAGE_HEAD.pack(PAIRS_PAGE, PAIRS_VERSION, len(pairs))]
+    for i in sorted(pairs):
+        data = pairs[i]
+        out += [_PAGE_ITEM.pack(i, len(data)), data]
+    return b"".join(out)
+
+
+def decode_page(data: bytes) -> dict[int, bytes]:
+    """Inverse of :func:`encode_page` (the pairs stay encoded: a read decodes the ones it
+    needs); :class:`CodecError` for corrupt bytes or an unknown version."""
+    try:
+        tag, version, n = _PAGE_HEAD.unpack_from(data, 0)
+        if tag != PAIRS_PAGE:
+            raise ValueError(f"tag 0x{tag:02x}")
+        if version != PAIRS_VERSION:
+            raise version_error("window pairs page", version, (PAIRS_VERSION,), CodecError)
+        at = _PAGE_HEAD.size
+        pairs: dict[int, bytes] = {}
+        for _ in range(n):
+            i, size = _PAGE_ITEM.unpack_from(data, at)
+            at += _PAGE_ITEM.size
+            if i > _PAGE_MASK or at + size > len(data):
+                raise ValueError(f"pair {i} of {size} bytes does not fit the page")
+            pairs[i] = data[at:at + size]
+            at += size
+        if at != len(data):
+            raise ValueError(f"{len(data) - at} trailing bytes")
+    except (struct.error, ValueError) as exc:
+        raise CodecError(f"corrupt window pairs page: {exc}") from None
+    return pairs
 
 
 class LanePairs:
@@ -607,9 +673,18 @@ class LanePairs:
     *mark* of the last call that wrote pairs (its nonce, also in the local part:
     :attr:`written`). A reopened lane checks the mark on its first map access (with its
     first read, no extra call; before its first write, one read), so the pairs of a call
-    that failed before its metadata write are never used nor overwritten unnoticed."""
+    that failed before its metadata write are never used nor overwritten unnoticed.
 
-    __slots__ = ("_next", "check", "key", "lane", "map", "mark", "pending", "written")
+    Version 4 (a new lane; :attr:`paged`) stores the pairs in pages of up to
+    ``2 ** PAGE_SHIFT``: a read fetches the pages of the pairs it needs, a call's writes
+    rewrite the pages they touch (read first, in one map call with the call's other page
+    reads). An engine's map call is a round trip to its state (PySpark 4.3 has no batched map
+    calls): a window that slides by m entries then costs O(m / 64) calls, not O(m). The pages
+    read stay until :meth:`apply`, so a call reads each at most once; a lane reopened from
+    an older record keeps that record's layout."""
+
+    __slots__ = ("_next", "_pages", "check", "key", "lane", "map", "mark", "paged", "pending",
+                 "written")
 
     def __init__(self, pair_map: PairMap, lane: int, key: Any) -> None:
         self.map = pair_map
@@ -623,6 +698,11 @@ class LanePairs:
         #: write a mark on the next save even without pairs (the local slot holds a
         #: version-1 or -2 record)
         self.mark = False
+        #: the pairs are in pages (version 4; set by :meth:`reopened` and
+        #: :meth:`read_local` for an older record)
+        self.paged = True
+        #: page number -> the page as the map holds it (read in the current call)
+        self._pages: dict[int, dict[int, bytes]] = {}
         self._next = 0
 
     def _verify(self, data: bytes | None) -> None:
@@ -636,19 +716,39 @@ class LanePairs:
         if not ok:
             raise different_calls(self.key)
 
+    def _read(self, keys: list[int]) -> list[bytes | None]:
+        """The map's values at ``keys`` (lane included), with the mark while unchecked."""
+        if self.check is None:
+            return self.map.get_many(keys)
+        values = self.map.get_many([*keys, self.lane | LOCAL])
+        self._verify(values.pop())
+        return values
+
+    def _load_pages(self, pages: set[int]) -> dict[int, dict[int, bytes]]:
+        """The pages held for this call, after reading those of ``pages`` not held yet."""
+        held = self._pages
+        want = [p for p in pages if p not in held]
+        if want:
+            base = self.lane | PAGE_BIT
+            for p, data in zip(want, self._read([base | p for p in want])):
+                try:
+                    held[p] = {} if data is None else decode_page(data)
+                except CodecError as exc:
+                    raise StateError(f"key {self.key!r}: corrupt window pairs page in "
+                                     f"state: {exc}") from None
+        return held
+
     def get_many(self, slots: Sequence[int]) -> list[Any]:
         pending = self.pending
         out: list[Any] = [pending.get(s) for s in slots]
         missing = [s for s, v in zip(slots, out) if v is None]
         if missing:
-            lane = self.lane
-            keys = [lane | s for s in missing]
-            if self.check is not None:
-                keys.append(lane | LOCAL)
-                values = self.map.get_many(keys)
-                self._verify(values.pop())
+            if self.paged:
+                pages = self._load_pages({s >> PAGE_SHIFT for s in missing})
+                values = [pages[s >> PAGE_SHIFT].get(s & _PAGE_MASK) for s in missing]
             else:
-                values = self.map.get_many(keys)
+                lane = self.lane
+                values = self._read([lane | s for s in missing])
             got = iter(values)
             out = [self._decode(next(got)) if v is None else v for v in out]
         return [None if v is _DELETED else v for v in out]
@@ -674,26 +774,48 @@ class LanePairs:
                ) -> tuple[list[int], list[tuple[int, bytes]], bytes]:
         """The map writes of the call's pairs (with the mark of ``nonce``, the call's, if
         there are any) and the structure's local part for the metadata
-        (:func:`encode_local`, stamped with the mark): ``(slots to delete, (slot, bytes)
+        (:func:`encode_local`, stamped with the mark): ``(keys to delete, (key, bytes)
         to put, local part)``; writes nothing (an encoding error leaves the map as it
-        was)."""
+        was). Paged, it reads the pages the writes touch that the call has not read."""
         lane = self.lane
         pending = self.pending
         if pending or self.mark:
-            puts = [(lane | s, encode_pair(v)) for s, v in pending.items() if v is not _DELETED]
+            if self.paged:
+                gone, puts = self._page_writes()
+            else:
+                puts = [(lane | s, encode_pair(v)) for s, v in pending.items()
+                        if v is not _DELETED]
+                gone = [lane | s for s, v in pending.items() if v is _DELETED]
             puts.append((lane | LOCAL, _mark(nonce)))
-            gone = [lane | s for s, v in pending.items() if v is _DELETED]
             self._next = nonce
         else:
             puts, gone = [], []
             self._next = self.written
         return gone, puts, encode_local(fingerprint, ints, partials, self._next, tails,
-                                        buffer)
+                                        buffer, PAIRS_VERSION if self.paged else 3)
+
+    def _page_writes(self) -> tuple[list[int], list[tuple[int, bytes]]]:
+        """The pending writes as page writes: ``(pages to delete, (page, bytes) to put)``."""
+        touched: dict[int, dict[int, bytes]] = {}
+        held = self._load_pages({s >> PAGE_SHIFT for s in self.pending})
+        for s, v in self.pending.items():
+            p = s >> PAGE_SHIFT
+            page = touched.get(p)
+            if page is None:
+                page = touched[p] = dict(held[p])
+            if v is _DELETED:
+                page.pop(s & _PAGE_MASK, None)
+            else:
+                page[s & _PAGE_MASK] = encode_pair(v)
+        base = self.lane | PAGE_BIT
+        puts = [(base | p, encode_page(page)) for p, page in touched.items() if page]
+        gone = [base | p for p, page in touched.items() if not page and held[p]]
+        return gone, puts
 
     def apply(self, gone: list[int], puts: list[tuple[int, bytes]]) -> None:
         """Write what :meth:`encode` returned (the puts with the mark first, then the
         deletes: a failure in between leaves a mark the metadata does not name) and forget
-        the call's pairs."""
+        the call's pairs and pages."""
         if puts:
             if self.check is not None:
                 self._verify(self.map.get_many([self.lane | LOCAL])[0])
@@ -703,6 +825,7 @@ class LanePairs:
         self.written = self._next
         self.mark = False
         self.pending.clear()
+        self._pages.clear()
 
     def _packed_local(self, data: bytes, version: int) -> tuple[Any, ...]:
         """:func:`decode_local` of a packed local part that must be of pairs ``version``;
@@ -718,15 +841,17 @@ class LanePairs:
 
     def reopened(self, data: bytes
                  ) -> tuple[str, list[int], list[Any], list[Any], list[tuple[int, Any]]]:
-        """A version-3 local part (from the metadata): ``(fingerprint, ints, partials,
-        tails, buffer)``; the lane then checks its map's mark on first access (class
-        docstring).
+        """A version-3 or -4 local part (from the metadata): ``(fingerprint, ints,
+        partials, tails, buffer)``; the lane then checks its map's mark on first access and
+        keeps the record's layout of the map (class docstring).
         :class:`StateError` for a corrupt record or an unknown version."""
         if data[:1] != bytes([PACKED_LOCAL]):
             raise StateError(f"key {self.key!r}: corrupt window pairs record in the "
                              f"metadata")
+        version = PAIRS_VERSION if data[1:2] == bytes([PAIRS_VERSION]) else 3
         _, fingerprint, ints, partials, nonce, tails, buffer = \
-            self._packed_local(data, PAIRS_VERSION)
+            self._packed_local(data, version)
+        self.paged = version == PAIRS_VERSION
         self.written = self.check = nonce
         return fingerprint, ints, partials, tails, buffer
 
@@ -741,6 +866,7 @@ class LanePairs:
         if data is None:
             return None
         self.mark = True
+        self.paged = False      # its pairs are in the map one by one
         if data[:1] == bytes([PAIRS_MARK]):
             raise different_calls(self.key)     # the metadata holds no local part
         if data[:1] == bytes([PACKED_LOCAL]):
@@ -758,7 +884,8 @@ class LanePairs:
         return fingerprint, ints, partials, nonce, None
 
 
-__all__ = ["LANE_SHIFT", "LOCAL", "META_LOCALS", "PACKED_LOCAL", "PACKED_PAIR", "PAIRS_MARK",
-           "PAIRS_VERSION", "READABLE_PAIRS_VERSIONS", "LanePairs", "MemoryPairMap", "PairMap",
-           "decode_local", "decode_locals", "decode_pair", "different_calls", "encode_local",
-           "encode_locals", "encode_pair"]
+__all__ = ["LANE_SHIFT", "LOCAL", "LOCALS_VERSION", "META_LOCALS", "PACKED_LOCAL", "PACKED_PAIR",
+           "PAGE_BIT", "PAGE_SHIFT", "PAIRS_MARK", "PAIRS_PAGE", "PAIRS_VERSION",
+           "READABLE_PAIRS_VERSIONS", "LanePairs", "MemoryPairMap", "PairMap", "decode_local",
+           "decode_locals", "decode_page", "decode_pair", "different_calls", "encode_local",
+           "encode_locals", "encode_page", "encode_pair"]

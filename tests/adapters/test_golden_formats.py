@@ -213,9 +213,11 @@ def test_kvs_checkpoint_restores(name: str) -> None:
         LOCAL,
         PACKED_LOCAL,
         PACKED_PAIR,
+        PAGE_BIT,
         PAIRS_MARK,
         decode_local,
         decode_locals,
+        decode_page,
         decode_pair,
     )
 
@@ -223,36 +225,40 @@ def test_kvs_checkpoint_restores(name: str) -> None:
     version = samples.KVS_PAIRS_VERSIONS[name]
     rows = WindowDriver(sample["query"]).advance_watermark("k", "end", _kvs_state(sample)).rows
     assert json.loads(json.dumps(rows)) == sample["rows_at_end"]
-    packed = 0
+    packed = stored = 0
     for k, v in sample["pairs"].items():
         data = bytes.fromhex(v)
         if int(k) & ((1 << LANE_SHIFT) - 1) == LOCAL:
             if version == 1:  # JSON [1, fingerprint, ints, partials, nonce]
                 value = decode_value(data)
                 assert value[0] == 1 and len(value) == 5
-            elif version == 3:  # the mark of the last call that wrote pairs
+            elif version >= 3:  # the mark of the last call that wrote pairs
                 assert data[0] == PAIRS_MARK and len(data) == 10
             else:             # packed, with the tails
                 assert data[0] == PACKED_LOCAL
                 got, _, ints, _, _, tails, _ = decode_local(data)
                 assert got == 2 and len(tails) == ints[1]
-        else:
-            value = decode_pair(data)
+            continue
+        # version 4: pages of pairs (a page key has PAGE_BIT), before one pair per key
+        assert bool(int(k) & PAGE_BIT) == (version == 4)
+        for pair in (decode_page(data).values() if version == 4 else [data]):
+            value = decode_pair(pair)
             assert type(value) is tuple and 1 <= len(value) <= 2
             if version == 1:
-                assert decode_value(data) == value
-            packed += data[0] == PACKED_PAIR
-    # version 3: the local part is in the metadata's extension (packed, with the tails)
+                assert decode_value(pair) == value
+            packed += pair[0] == PACKED_PAIR
+            stored += 1
+    # versions 3 and 4: the local part is in the metadata's extension (packed, with the tails)
     extension = split_meta(bytes.fromhex(sample["meta_hex"]))[1]
-    assert (extension is not None) == (version == 3)
+    assert (extension is not None) == (version >= 3)
     if extension is not None:
         (lane, record), = decode_locals(extension).items()
         got, _, ints, _, _, tails, _ = decode_local(record)
-        assert lane == 0 and got == 3 and len(tails) == ints[1]
+        assert lane == 0 and got == version and len(tails) == ints[1]
     # versions 2 and 3 pack every pair of the built-in aggregations (collect's lists of
     # ints too)
-    assert (packed == len(sample["pairs"]) - 1) if version >= 2 else packed == 0
-    if version == 3:  # the local part names a mark that the empty map does not hold
+    assert (packed == stored) if version >= 2 else packed == 0
+    if version >= 3:  # the local part names a mark that the empty map does not hold
         with pytest.raises(StateError, match="different calls"):
             WindowDriver(sample["query"]).advance_watermark("k", "end",
                                                             _kvs_state(sample, False))

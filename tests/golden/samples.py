@@ -176,9 +176,24 @@ KVS_CHECKPOINTS.update({
 KVS_CHECKPOINTS.update({name[:-1] + "3": KVS_CHECKPOINTS[name]
                         for name in ("over_max_amta_v2", "over_collect_log_mta_v2",
                                      "over_sum_mean_v2")})
+#: The same calls in version 4 (the pairs in pages of the map), and a longer window whose
+#: pairs reach the map (a write buffer of 16 pairs filled, dead pairs deleted) in version 3
+#: (one pair per map key, written by commit 6d7a1c4) and 4 (in pages).
+_LONG = {
+    "query": {"windows": [{"kind": "over", "range": 300}],
+              "aggregations": {"m": {"fn": "max", "field": "v"}}, "layout": "kvs"},
+    "calls": [{"events": [[t, (t * 7) % 101] for t in range(c, c + 100)], "watermark": c + 95}
+              for c in range(0, 700, 100)],
+}
+KVS_CHECKPOINTS.update({name[:-1] + "4": KVS_CHECKPOINTS[name]
+                        for name in ("over_max_amta_v2", "over_collect_log_mta_v2",
+                                     "over_sum_mean_v2")})
+KVS_CHECKPOINTS.update({"over_max_long_v3": _LONG, "over_max_long_v4": _LONG})
 #: the pair map format version of each KVS sample (its local part's version)
 KVS_PAIRS_VERSIONS: dict[str, int] = {
     "over_max_amta": 1, "over_collect_log_mta": 1,
     "over_max_amta_v2": 2, "over_collect_log_mta_v2": 2, "over_sum_mean_v2": 2,
     "over_max_amta_v3": 3, "over_collect_log_mta_v3": 3, "over_sum_mean_v3": 3,
+    "over_max_amta_v4": 4, "over_collect_log_mta_v4": 4, "over_sum_mean_v4": 4,
+    "over_max_long_v3": 3, "over_max_long_v4": 4,
 }
