@@ -301,7 +301,7 @@ def markdown(payload: dict[str, Any]) -> str:
                        f"{bk['events_per_s'] / bm['events_per_s']:.1f}x"
                        + (f" ({payload['many_keys_before_note']})"
                           if payload.get("many_keys_before_note") else "") + ".\n")
-        out.append(f"Per call: {1e3 / k['events_per_s']:.2f} ms with the KVS layout (read "
+        out.append(f"\nPer call: {1e3 / k['events_per_s']:.2f} ms with the KVS layout (read "
                    f"the key's metadata, which carries the structure's local part, and its "
                    f"log of pending events; write both back, and the pair map only once 16 "
                    f"pairs retired or died or a head moved past the pairs the local part "

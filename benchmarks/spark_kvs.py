@@ -3,8 +3,9 @@ events with ``max``, ``layout="kvs"`` against ``layout="memory"`` (``key_buckets
 per-key processor whose ``MapState`` ``swag_pairs`` holds the pairs, ``docs/spark.md``).
 
 Data: ``2 n`` events of one key, one per millisecond (so the window, range ``n - 1`` ms,
-holds ``n`` events from the ``n``-th on), a long column ``v``, written as
-:data:`FILES` Parquet files read one per micro-batch, watermark 0 s, ``availableNow``
+holds ``n`` events from the ``n``-th on), a long column ``v``, written as Parquet files of
+:data:`PER_FILE` events read one per micro-batch (the same micro-batch size at every ``n``,
+so the worker's memory for the batch in flight is the same), watermark 0 s, ``availableNow``
 trigger into a Parquet sink (one row per event). Per cell a fresh SparkContext (fresh Python
 workers, so their peak RSS is the cell's own); the layouts alternate within each ``n``,
 after a warm-up run of each on a small input (not recorded).
@@ -14,7 +15,7 @@ wall), and the Python workers' peak resident memory: the largest ``VmHWM`` (the 
 peak RSS) of a Python process below the JVM, sampled every 0.2 s and at the end. The rows
 of both layouts are compared (same count, same maxima).
 
-Run: ``.venvs/spark/bin/python -m benchmarks.spark_kvs [--sizes 16,18]`` (log2 of ``n``).
+Run: ``.venvs/spark/bin/python -m benchmarks.spark_kvs [--sizes 16,19,22]`` (log2 of ``n``).
 Stores ``benchmarks/results/spark_kvs.json``.
 """
 
@@ -33,12 +34,13 @@ from benchmarks import common
 from benchmarks.spark_streaming import timed_query, write_parts
 
 START_MS = 1_700_000_000_000
-FILES = 16
+PER_FILE = 1 << 16     # events per file, one file per micro-batch
 LAYOUTS = ("memory", "kvs")
 
 
 def write_files(directory: str, n: int, seed: int = 7) -> None:
-    """``2 n`` events of key ``k``, one per ms, as :data:`FILES` Parquet files in order."""
+    """``2 n`` events of key ``k``, one per ms, as Parquet files of :data:`PER_FILE` events
+    in order."""
     import numpy as np
     import pandas as pd
 
@@ -49,7 +51,7 @@ def write_files(directory: str, n: int, seed: int = 7) -> None:
         "ts": pd.to_datetime(START_MS + np.arange(events), unit="ms", utc=True),
         "v": rng.integers(0, 1 << 40, size=events),
     })
-    write_parts(pdf, directory, -(-events // FILES))
+    write_parts(pdf, directory, min(PER_FILE, events))
 
 
 def _python_peaks(jvm: int, peaks: dict[int, int]) -> None:
@@ -131,7 +133,7 @@ def measure(sizes: list[int]) -> dict[str, Any]:
     import pyspark
 
     return {"spark": pyspark.__version__, "load_average_at_start": round(load, 2),
-            "files": FILES, "results": results}
+            "per_file": PER_FILE, "results": results}
 
 
 def table(results: list[dict[str, Any]]) -> str:
@@ -152,7 +154,7 @@ def markdown(payload: dict[str, Any]) -> str:
            machine_line(payload),
            f"Spark {payload['spark']}, `local[2]`, one shuffle partition. One key, an OVER "
            f"window of n events (`range = n - 1` ms, one event per ms) with max, 2n events "
-           f"in {payload['files']} Parquet files read one per micro-batch, "
+           f"in Parquet files of {payload['per_file']:,} events read one per micro-batch, "
            "`key_buckets=None` (the per-key processor: `swag_pairs` `MapState` for the KVS "
            "layout), the two layouts alternating per n, each on a fresh SparkContext "
            "after an unrecorded warm-up of both "
@@ -162,8 +164,21 @@ def markdown(payload: dict[str, Any]) -> str:
            "RSS (largest `VmHWM` of a Python process below the JVM), which includes the "
            "worker's pyspark, pandas and Arrow and the micro-batch in flight. The machine "
            "was shared with other jobs (load average at each cell in the JSON).\n",
-           table(results), _reading(results), ""]
+           table(results), _reading(results), *_before(), ""]
     return "\n".join(out) + "\n"
+
+
+def _before() -> list[str]:
+    """The run before pages (``spark_kvs_v3_pairs.json``: pair format 3, one pair per
+    ``MapState`` element), if kept."""
+    before = common.load("spark_kvs_v3_pairs")
+    if before is None:
+        return []
+    m = before["machine"]
+    return [f"Before pages (pair format 3: one pair per `MapState` element; commit "
+            f"{m['commit']}, {m['date']}, {m['cpu']}, load average {m['load_average_1min']}; "
+            f"2n events in {before['files']} files, so the micro-batch grew with n; "
+            f"`benchmarks/results/spark_kvs_v3_pairs.json`):\n", table(before["results"])]
 
 
 def _reading(results: list[dict[str, Any]]) -> str:
@@ -173,17 +188,20 @@ def _reading(results: list[dict[str, Any]]) -> str:
     rss = "; ".join(f"{cells[n, 'kvs']['worker_peak_rss_mb']} vs "
                     f"{cells[n, 'memory']['worker_peak_rss_mb']} MB at 2^{n.bit_length() - 1}"
                     for n in sizes)
-    slow = ", ".join(f"{cells[n, 'memory']['events_per_s'] / cells[n, 'kvs']['events_per_s']:.1f}x"
-                     f" at 2^{n.bit_length() - 1}" for n in sizes)
-    return ("\nThe KVS layout holds less in the Python worker (peak RSS, KVS vs memory: "
-            f"{rss}; the rest is the worker itself and the micro-batch in flight, 2n / "
-            f"{FILES} events here), but takes longer (memory events/s over KVS events/s: {slow}): "
-            "PySpark 4.3's `MapState` has no batched calls, so every pair written or "
-            "deleted is one JVM round trip, where the memory layout writes one log segment "
-            "per call. On Spark the KVS layout pays off only when a key's window does not "
-            "fit the worker; `layout=\"auto\"` moves a key's over window from 1,024 "
-            "entries (`docs/adapters.md`), so a query with large over windows and "
-            "`key_buckets=None` should say `layout=\"memory\"` unless memory is the limit.\n")
+    speed = ", ".join(f"{cells[n, 'kvs']['events_per_s'] / cells[n, 'memory']['events_per_s']:.2f}x"
+                      f" at 2^{n.bit_length() - 1}" for n in sizes)
+    kvs = [cells[n, "kvs"]["worker_peak_rss_mb"] for n in sizes]
+    return (f"\nPython worker peak RSS, KVS vs memory: {rss}. The KVS layout's stays within "
+            f"{max(kvs) - min(kvs):.0f} MB from 2^{sizes[0].bit_length() - 1} to "
+            f"2^{sizes[-1].bit_length() - 1} (the worker itself, pyspark, pandas, Arrow and "
+            f"the micro-batch in flight, the same size at every n); the memory layout's grows "
+            f"with the window. KVS events/s over memory events/s: {speed}. The pairs go to "
+            "`MapState` in pages of 64 (pair format version 4): PySpark 4.3's `MapState` has "
+            "no batched calls and each element is a JVM round trip of 0.2-0.4 ms, so one pair "
+            "per element (version 3) made the KVS layout several times slower than the "
+            "memory layout here (the earlier table below). Spark's default stays "
+            "`layout=\"memory\"`; `layout=\"kvs\"` (or `\"auto\"`, from 1,024 entries, "
+            "`docs/adapters.md`) is for windows that do not fit the worker.\n")
 
 
 def _record(sizes: list[int]) -> None:
@@ -196,12 +214,12 @@ def _record(sizes: list[int]) -> None:
 
 def run(quick: bool = False) -> None:
     """Entry point of ``python -m benchmarks spark_kvs`` (``make bench``)."""
-    _record([12] if quick else [16, 18])
+    _record([12] if quick else [16, 19, 22])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="16,18", help="log2 of the window sizes")
+    parser.add_argument("--sizes", default="16,19,22", help="log2 of the window sizes")
     args = parser.parse_args(argv)
     _record([int(s) for s in args.sizes.split(",")])
     return 0

@@ -808,7 +808,8 @@ class LanePairs:
             else:
                 page[s & _PAGE_MASK] = encode_pair(v)
         base = self.lane | PAGE_BIT
-        puts = [(base | p, encode_page(page)) for p, page in touched.items() if page]
+        puts = [(base | p, encode_page(page)) for p, page in touched.items()
+                if page and page != held[p]]
         gone = [base | p for p, page in touched.items() if not page and held[p]]
         return gone, puts
 
