@@ -53,7 +53,8 @@ and a reopened level's first refill reads :data:`HEAD_PAIRS` pairs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import weakref
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
 from swag_core.aggregation import Aggregation
@@ -125,12 +126,15 @@ class DictPairStore:
 
 
 class _Pairs:
-    """What the rows of one window share: the store, the write buffer and the sizes."""
+    """What the rows of one window share: the store, the write buffer and the sizes, and
+    the window (weakly: a strong reference would make a reference cycle, so a dropped
+    window, e.g. a driver's evicted key, would wait for a full garbage collection instead
+    of being freed at once)."""
 
-    __slots__ = ("buffer", "buffer_pairs", "cache_pairs", "head_of", "store")
+    __slots__ = ("buffer", "buffer_pairs", "cache_pairs", "store", "window")
 
     def __init__(self, store: PairStore, cache_pairs: int, buffer_pairs: int,
-                 head_of: Callable[[int], int]) -> None:
+                 window: _KvsLayout) -> None:
         if cache_pairs < 1 or buffer_pairs < 1:
             raise ValueError(f"cache_pairs and buffer_pairs must be >= 1, got "
                              f"{cache_pairs} and {buffer_pairs}")
@@ -138,7 +142,13 @@ class _Pairs:
         self.cache_pairs = cache_pairs
         self.buffer_pairs = buffer_pairs
         self.buffer: dict[int, tuple[Any, ...]] = {}
-        self.head_of = head_of     # level -> position of its first live element
+        self.window = weakref.ref(window)
+
+    def head_of(self, level: int) -> int:
+        """The position of the first live element of ``level``."""
+        window = self.window()
+        assert window is not None   # rows are used through their window only
+        return window._head_of(level)
 
     def buffer_put(self, key: int, pair: tuple[Any, ...]) -> None:
         buffer = self.buffer
@@ -439,7 +449,7 @@ class _KvsLayout(_MtaBase):
     def __init__(self, aggregation: Aggregation, store: PairStore | None = None, *,
                  cache_pairs: int = 64, buffer_pairs: int = 64) -> None:
         self._kv = _Pairs(DictPairStore() if store is None else store, cache_pairs,
-                          buffer_pairs, self._head_of)
+                          buffer_pairs, self)
         super().__init__(aggregation)
 
     @property
@@ -615,7 +625,7 @@ class _KvsLayout(_MtaBase):
         :class:`ValueError` if ``local`` is inconsistent."""
         self = cls.__new__(cls)
         Window.__init__(self, aggregation)
-        kv = self._kv = _Pairs(store, cache_pairs, buffer_pairs, self._head_of)
+        kv = self._kv = _Pairs(store, cache_pairs, buffer_pairs, self)
         ints, partials = list(local[0]), list(local[1])
         tails = local[2] if len(local) > 2 else None
         if len(local) > 3:
