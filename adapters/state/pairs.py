@@ -325,49 +325,51 @@ def decode_pair(data: bytes) -> Any:
 _U32 = struct.Struct("<I")
 _ROWS_GENERIC, _ROWS_FLAT = 0, 1
 _VALUES_GENERIC, _VALUES_FLOATS = 0, 1
-_ONLY_FLOATS: Final = frozenset({float})
 
 
-def _flat_rows(rows: list[list[Any]]) -> tuple[list[int], list[Any]] | None:
+def _flat_rows(rows: list[list[Any]], vals: list[Any]) -> list[int] | None:
     """``rows`` (per level ``[tail, lo, head]``) as ints (per level ``len(tail), lo,
-    len(head)``, then the times of level 0's elements) and values (level 0's partials, then
-    the other levels' elements), or ``None`` if a level-0 element is not ``(int, partial)``
-    (a dead position read as ``None`` from a version-1 map)."""
-    ints: list[int] = []
-    times: list[int] = []
-    vals: list[Any] = []
-    for level, (tail, lo, head) in enumerate(rows):
+    len(head)``, then the times of level 0's elements), their values (level 0's partials,
+    then the other levels' elements) appended to ``vals``; ``None`` if a level-0 element is
+    not ``(int, partial)`` (a dead position read as ``None`` from a version-1 map)."""
+    if not rows:
+        return []
+    tail, lo, head = rows[0]
+    level0 = [*tail, *head]
+    for e in level0:
+        if type(e) is not tuple or len(e) != 2 or type(e[0]) is not int:
+            return None
+    ints = [len(tail), lo, len(head)]
+    vals += [v for _, v in level0]
+    for level in range(1, len(rows)):
+        tail, lo, head = rows[level]
         ints += (len(tail), lo, len(head))
-        if level:
-            vals += tail
-            vals += head
-            continue
-        for e in (*tail, *head):
-            if type(e) is not tuple or len(e) != 2 or type(e[0]) is not int:
-                return None
-            times.append(e[0])
-            vals.append(e[1])
-    return ints + times, vals
+        vals += tail
+        vals += head
+    return ints + [t for t, _ in level0]
 
 
-def _unflat_rows(h: int, ints: list[int], vals: list[Any]) -> list[list[Any]]:
-    """Inverse of :func:`_flat_rows` (``h`` levels)."""
+def _unflat_rows(h: int, ints: Sequence[int], vals: list[Any], at: int, stop: int
+                 ) -> list[list[Any]]:
+    """Inverse of :func:`_flat_rows` (``h`` levels, their values ``vals[at:stop]``); the
+    tails and heads are new lists."""
     if len(ints) < 3 * h or h < 1:
         raise ValueError("rows do not match their counts")
     nt, lo, nh = ints[0], ints[1], ints[2]
-    n0 = nt + nh
-    if len(ints) != 3 * h + n0 or len(vals) < n0:
+    t = 3 * h
+    mid = at + nt
+    end = mid + nh
+    if len(ints) != t + nt + nh or end > stop:
         raise ValueError("rows do not match their counts")
-    level0 = list(zip(ints[3 * h:], vals[:n0]))
-    rows: list[list[Any]] = [[level0[:nt], lo, level0[nt:]]]
-    at = n0
-    for j in range(3, 3 * h, 3):
-        nt, lo, nh = ints[j], ints[j + 1], ints[j + 2]
-        mid = at + nt
-        end = mid + nh
-        rows.append([vals[at:mid], lo, vals[mid:end]])
+    rows: list[list[Any]] = [[list(zip(ints[t:t + nt], vals[at:mid])), lo,
+                              list(zip(ints[t + nt:], vals[mid:end]))]]
+    at = end
+    for j in range(3, t, 3):
+        mid = at + ints[j]
+        end = mid + ints[j + 2]
+        rows.append([vals[at:mid], ints[j + 1], vals[mid:end]])
         at = end
-    if at != len(vals):
+    if at != stop:
         raise ValueError("rows do not match their counts")
     return rows
 
@@ -376,14 +378,13 @@ def _int64s(ints: Sequence[int]) -> bytes:
     return _U32.pack(len(ints)) + struct.pack(f"<{len(ints)}q", *ints)
 
 
-def _flat_buffer(buffer: Sequence[tuple[int, Any]]) -> tuple[list[int], list[Any]] | None:
+def _flat_buffer(buffer: Sequence[tuple[int, Any]], vals: list[Any]) -> list[int] | None:
     """The write buffer ``(slot, pair)`` as ints (its length, per pair its slot and its
-    element count, then the times of its level-0 elements) and values (every element, a
-    level-0 one by its partial), or ``None`` if a level-0 element is not ``(int, partial)``
-    or a pair not a tuple of one or two elements."""
+    element count, then the times of its level-0 elements), its values (every element, a
+    level-0 one by its partial) appended to ``vals``; ``None`` if a level-0 element is not
+    ``(int, partial)`` or a pair not a tuple of one or two elements."""
     ints: list[int] = [len(buffer)]
     times: list[int] = []
-    vals: list[Any] = []
     for key, pair in buffer:
         if type(pair) is not tuple or not 1 <= len(pair) <= 2:
             return None
@@ -396,15 +397,14 @@ def _flat_buffer(buffer: Sequence[tuple[int, Any]]) -> tuple[list[int], list[Any
                 return None
             times.append(e[0])
             vals.append(e[1])
-    return ints + times, vals
+    return ints + times
 
 
-def _unflat_buffer(ints: list[int], vals: list[Any]) -> list[tuple[int, Any]]:
-    """Inverse of :func:`_flat_buffer` (:class:`IndexError` or :class:`ValueError` if the
-    counts do not match)."""
+def _unflat_buffer(ints: Sequence[int], vals: list[Any], v: int) -> list[tuple[int, Any]]:
+    """Inverse of :func:`_flat_buffer`, its values ``vals[v:]`` (:class:`IndexError` or
+    :class:`ValueError` if the counts do not match)."""
     n = ints[0]
     t = 1 + 2 * n           # the times
-    v = 0
     buffer: list[tuple[int, Any]] = []
     append = buffer.append
     for j in range(1, t, 2):
@@ -441,18 +441,18 @@ def encode_local(fingerprint: str, ints: Sequence[int], partials: list[Any], non
     try:
         out = [_LOCAL_HEAD.pack(PACKED_LOCAL, version, len(fp), len(ints), nonce), fp,
                struct.pack(f"<{len(ints)}q", *ints)]
-        flat = _flat_rows(rows)
-        flat_buffer = None if flat is None else _flat_buffer(buffer)
-        if flat is None or flat_buffer is None:
+        vals = list(partials)
+        counts = _flat_rows(rows, vals)
+        buffer_ints = None if counts is None else _flat_buffer(buffer, vals)
+        if counts is None or buffer_ints is None:
             out += [bytes([_ROWS_GENERIC]),
                     encode_pair([partials, rows, [[k, v] for k, v in buffer]])]
         else:
-            counts, vals = flat
-            buffer_ints, buffer_vals = flat_buffer
-            vals = [*partials, *vals, *buffer_vals]
             out += [bytes([_ROWS_FLAT]), _int64s(counts), _int64s(buffer_ints),
                     _U32.pack(len(partials))]
-            if _ONLY_FLOATS.issuperset(map(type, vals)):
+            # all floats (a max's or a min's): one array (a list's count is the quickest
+            # test of many items' types)
+            if list(map(type, vals)).count(float) == len(vals):
                 out += [bytes([_VALUES_FLOATS]), _U32.pack(len(vals)),
                         struct.pack(f"<{len(vals)}d", *vals)]
             else:
@@ -467,7 +467,8 @@ def decode_local(data: bytes
                             list[tuple[int, Any]]]:
     """``(version, fingerprint, ints, partials, nonce, rows, buffer)`` of a version-2, -3 or
     -4 record (the version is returned, not checked beyond its layout; ``buffer`` is empty in
-    version 2)."""
+    version 2). Every list returned is new (:meth:`KvsAmta.reopen
+    <swag_core.algorithms.mta_kvs._KvsLayout.reopen>` takes the rows' lists over)."""
     try:
         _, version, nfp, nints, nonce = _LOCAL_HEAD.unpack_from(data, 0)
         at = _LOCAL_HEAD.size
@@ -491,11 +492,11 @@ def decode_local(data: bytes
                 partials, rows = decode_pair(data[at:])
         elif form == _ROWS_FLAT:
             n, = _U32.unpack_from(data, at)
-            counts = list(struct.unpack_from(f"<{n}q", data, at + 4))
+            counts = struct.unpack_from(f"<{n}q", data, at + 4)
             at += 4 + 8 * n
             if v3:
                 n, = _U32.unpack_from(data, at)
-                buffer_ints = list(struct.unpack_from(f"<{n}q", data, at + 4))
+                buffer_ints = struct.unpack_from(f"<{n}q", data, at + 4)
                 at += 4 + 8 * n
             npartials, kind = struct.unpack_from("<IB", data, at)
             at += 5
@@ -513,13 +514,12 @@ def decode_local(data: bytes
                 raise ValueError(f"unknown values form {kind}")
             partials = vals[:npartials]
             h = ints[1]
+            # the rows' values: each level's tail and head elements, then (v3) the buffer's
+            end = (npartials + sum(counts[0:3 * h:3]) + sum(counts[2:3 * h:3])
+                   if v3 else len(vals))
             if v3:
-                # the rows' values: each level's tail and head elements
-                end = npartials + sum(counts[j] + counts[j + 2]
-                                      for j in range(0, min(3 * h, len(counts)), 3))
-                buffer = _unflat_buffer(buffer_ints, vals[end:])
-                vals = vals[:end]
-            rows = _unflat_rows(h, counts, vals[npartials:])
+                buffer = _unflat_buffer(buffer_ints, vals, end)
+            rows = _unflat_rows(h, counts, vals, npartials, end)
         else:
             raise ValueError(f"unknown rows form {form}")
         if type(partials) is not list or type(rows) is not list:

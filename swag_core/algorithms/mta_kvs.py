@@ -53,7 +53,8 @@ and a reopened level's first refill reads :data:`HEAD_PAIRS` pairs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import weakref
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, Final, Protocol, runtime_checkable
 
 from swag_core.aggregation import Aggregation
@@ -125,12 +126,15 @@ class DictPairStore:
 
 
 class _Pairs:
-    """What the rows of one window share: the store, the write buffer and the sizes."""
+    """What the rows of one window share: the store, the write buffer and the sizes, and
+    the window (weakly: a strong reference would make a reference cycle, so a dropped
+    window, e.g. a driver's evicted key, would wait for a full garbage collection instead
+    of being freed at once)."""
 
-    __slots__ = ("buffer", "buffer_pairs", "cache_pairs", "head_of", "store")
+    __slots__ = ("buffer", "buffer_pairs", "cache_pairs", "store", "window")
 
     def __init__(self, store: PairStore, cache_pairs: int, buffer_pairs: int,
-                 head_of: Callable[[int], int]) -> None:
+                 window: _KvsLayout) -> None:
         if cache_pairs < 1 or buffer_pairs < 1:
             raise ValueError(f"cache_pairs and buffer_pairs must be >= 1, got "
                              f"{cache_pairs} and {buffer_pairs}")
@@ -138,7 +142,13 @@ class _Pairs:
         self.cache_pairs = cache_pairs
         self.buffer_pairs = buffer_pairs
         self.buffer: dict[int, tuple[Any, ...]] = {}
-        self.head_of = head_of     # level -> position of its first live element
+        self.window = weakref.ref(window)
+
+    def head_of(self, level: int) -> int:
+        """The position of the first live element of ``level``."""
+        window = self.window()
+        assert window is not None   # rows are used through their window only
+        return window._head_of(level)
 
     def buffer_put(self, key: int, pair: tuple[Any, ...]) -> None:
         buffer = self.buffer
@@ -182,6 +192,42 @@ class _Row:
         self.dirty: set[int] | frozenset[int] = _CLEAN
         self.gc = 0              # pairs below gc are deleted from the store
         self.fill = 1            # pairs the next refill reads (doubles up to cache_pairs)
+
+    @classmethod
+    def reopened(cls, kv: _Pairs, level: int, end: int, gc: int, fill: int,
+                 saved: Sequence[Any] | None) -> _Row:
+        """The row of a level of ``end`` positions in a reopened window (every field set
+        once: a cache miss reopens every level). ``saved``: its ``[tail, lo, head]``
+        (:meth:`_KvsLayout.local_state`), whose lists become the row's tail and head cache
+        (taken over, not copied); ``None`` for a local part without tails (the tail is
+        read on first use). :class:`ValueError` if ``saved`` does not fit ``end``."""
+        row = cls.__new__(cls)
+        row.kv = kv
+        row.level = level
+        row.end = end
+        row.gc = gc
+        row.fill = fill
+        row.dirty = _CLEAN
+        if saved is None:
+            row.tail_from = row.c_lo = max(0, (end - 3) & ~1)
+            row.tail = None
+            row.cache = []
+            return row
+        tail, lo, head = saved
+        start = end - len(tail)
+        if (start < 0 or start & 1 or len(tail) > _TAIL or lo < 0 or lo & 1
+                or len(head) & 1 or lo + len(head) > start):
+            raise ValueError(f"corrupt local part: level {level} has {end} positions, a "
+                             f"tail of {len(tail)} and a head of {len(head)} from {lo}")
+        row.tail_from = start
+        row.tail = tail if type(tail) is list else list(tail)
+        if head:
+            row.cache = head if type(head) is list else list(head)
+            row.c_lo = lo
+        else:
+            row.cache = []
+            row.c_lo = start
+        return row
 
     def __len__(self) -> int:
         return self.end
@@ -360,6 +406,14 @@ class _LeafRow(_Row):
         super().__init__(kv, 0)
         self.next_time = 0
 
+    @classmethod
+    def reopened(cls, kv: _Pairs, level: int, end: int, gc: int, fill: int,
+                 saved: Sequence[Any] | None) -> _Row:
+        row = super().reopened(kv, level, end, gc, fill, saved)
+        assert isinstance(row, _LeafRow)
+        row.next_time = 0
+        return row
+
     def __getitem__(self, p: int) -> Any:
         return _Row.__getitem__(self, p)[1]
 
@@ -396,8 +450,8 @@ class _Levels(list):
     """The list of level rows: a plain list appended to it becomes a row holding its
     elements; removed rows delete what they stored."""
 
-    def __init__(self, kv: _Pairs) -> None:
-        super().__init__([_LeafRow(kv)])
+    def __init__(self, kv: _Pairs, rows: list[_Row] | None = None) -> None:
+        super().__init__([_LeafRow(kv)] if rows is None else rows)
         self.kv = kv
 
     def append(self, elements: Any) -> None:
@@ -439,7 +493,7 @@ class _KvsLayout(_MtaBase):
     def __init__(self, aggregation: Aggregation, store: PairStore | None = None, *,
                  cache_pairs: int = 64, buffer_pairs: int = 64) -> None:
         self._kv = _Pairs(DictPairStore() if store is None else store, cache_pairs,
-                          buffer_pairs, self._head_of)
+                          buffer_pairs, self)
         super().__init__(aggregation)
 
     @property
@@ -532,9 +586,7 @@ class _KvsLayout(_MtaBase):
         pairs would wait for the in-memory class's compaction (a dead prefix half its
         level), which first comes after about 2n entries and then deletes O(n) pairs in one
         ``delete_many``: the store held twice the window and the call held O(n) slots."""
-        for level, row in enumerate(self._v):
-            row.flush()
-            row.collect(self._head_of(level))
+        self._settle()
         self._kv.flush_buffer()
 
     def park(self) -> tuple[list[int], list[Any], list[list[Any]], list[tuple[int, Any]]]:
@@ -547,13 +599,25 @@ class _KvsLayout(_MtaBase):
         or modified pairs instead of on every save (the paper's buffer, section 2.5), at the
         price of a local part up to ``buffer_pairs`` pairs larger."""
         kv = self._kv
-        for level, row in enumerate(self._v):
-            row.flush()
-            row.collect(self._head_of(level))
+        heads = self._settle()
         if len(kv.buffer) >= kv.buffer_pairs:
             kv.flush_buffer()
-        ints, partials, rows = self.local_state()
+        ints, partials, rows = self._local_state(heads)
         return ints, partials, rows, list(kv.buffer.items())
+
+    def _settle(self) -> list[int]:
+        """The modified cached pairs to the buffer, the batches of dead pairs deleted;
+        returns :meth:`_heads`."""
+        heads = self._heads()
+        for row, head in zip(self._v, heads):
+            if row.dirty:
+                row.flush()
+            row.collect(head)
+        return heads
+
+    def _heads(self) -> list[int]:
+        """:meth:`_head_of` of every level."""
+        return [self._head_of(level) for level in range(len(self._v))]
 
     def resident_pairs(self) -> int:
         """Pairs held in local memory: tails, head caches, buffer and the class's own
@@ -572,6 +636,10 @@ class _KvsLayout(_MtaBase):
         level's head; ``[]`` if the cache does not hold it), O(log n) long in all; for
         :meth:`reopen`. Tails not read since a reopen without them are read here, in one
         store call."""
+        return self._local_state(self._heads())
+
+    def _local_state(self, heads: list[int]) -> tuple[list[int], list[Any], list[list[Any]]]:
+        """:meth:`local_state`, ``heads`` the levels' :meth:`_heads`."""
         rows = self._v
         unread = [row for row in rows if row.tail is None]
         if unread:
@@ -579,12 +647,11 @@ class _KvsLayout(_MtaBase):
             for row, tail in zip(unread, _tails_of(unread, self._kv.read(keys))):
                 row.tail = tail
         ints = [self._lo0, len(rows)]
-        base = self._base
         saved = []
-        for level, row in enumerate(rows):
-            ints += [row.end, row.gc, base[level]]
+        for row, head, base in zip(rows, heads, self._base):
+            ints += (row.end, row.gc, base)
             cache = row.cache
-            lo = max(self._head_of(level), 0) & ~1
+            lo = head & ~1 if head > 0 else 0
             i = lo - row.c_lo
             if cache and 0 <= i < len(cache):
                 saved.append([list(row.tail or ()), lo, cache[i:i + 2 * HEAD_PAIRS]])
@@ -611,11 +678,12 @@ class _KvsLayout(_MtaBase):
         with a fourth element, the write buffer that :meth:`park` kept local.
         ``local`` without rows (``(ints, partials)``: a store whose pairs include the tails,
         as written before tails went with the local part) reads each level's tail on first
-        use.
+        use. The lists of the rows (each level's tail and head) are taken over, not copied:
+        pass lists nothing else holds, as :meth:`local_state` and :meth:`park` return them.
         :class:`ValueError` if ``local`` is inconsistent."""
         self = cls.__new__(cls)
         Window.__init__(self, aggregation)
-        kv = self._kv = _Pairs(store, cache_pairs, buffer_pairs, self._head_of)
+        kv = self._kv = _Pairs(store, cache_pairs, buffer_pairs, self)
         ints, partials = list(local[0]), list(local[1])
         tails = local[2] if len(local) > 2 else None
         if len(local) > 3:
@@ -623,39 +691,17 @@ class _KvsLayout(_MtaBase):
         self._lo0, h = ints[0], ints[1]
         if h < 1 or len(ints) < 2 + 3 * h or (tails is not None and len(tails) != h):
             raise ValueError(f"corrupt local part: {h} levels, {len(ints)} ints")
-        levels = _Levels(kv)
-        for level in range(1, h):
-            list.append(levels, _Row(kv, level))
-        self._v = levels
+        # a refill reads at least what the local part keeps of a head: a reopened level
+        # that evicts on then reads once per HEAD_PAIRS pairs, not per pair
+        fill = min(HEAD_PAIRS, cache_pairs)
+        rows: list[_Row] = []
+        for level in range(h):
+            j = 2 + 3 * level
+            rows.append((_Row if level else _LeafRow).reopened(
+                kv, level, ints[j], ints[j + 1], fill, None if tails is None else tails[level]))
+        levels = self._v = _Levels(kv, rows)
         self._t = _Times(levels[0])  # type: ignore[assignment]
         self._base = ints[4:2 + 3 * h:3]
-        fill = min(HEAD_PAIRS, cache_pairs)
-        for level, row in enumerate(levels):
-            j = 2 + 3 * level
-            end = row.end = ints[j]
-            row.gc = ints[j + 1]
-            # a refill reads at least what the local part keeps of a head: a reopened
-            # level that evicts on then reads once per HEAD_PAIRS pairs, not per pair
-            row.fill = fill
-            if tails is None:
-                row.tail_from = row.c_lo = max(0, (end - 3) & ~1)
-                row.tail = None
-            else:
-                tail, lo, head = tails[level]
-                tail = list(tail)
-                start = end - len(tail)
-                if (start < 0 or start & 1 or len(tail) > _TAIL or lo < 0 or lo & 1
-                        or len(head) & 1 or lo + len(head) > start):
-                    raise ValueError(f"corrupt local part: level {level} has {end} "
-                                     f"positions, a tail of {len(tail)} and a head of "
-                                     f"{len(head)} from {lo}")
-                row.tail_from = start
-                row.tail = tail
-                if head:
-                    row.cache = list(head)
-                    row.c_lo = lo
-                else:
-                    row.c_lo = start
         self._set_local_extra(ints[2 + 3 * h:], partials)
         return self
 
@@ -678,6 +724,11 @@ class KvsLogMta(_KvsLayout, LogMta):
         # LogMta._live_range, inlined
         return (self._lo[level] if level else self._lo0) - self._base[level]
 
+    def _heads(self) -> list[int]:
+        heads = [lo - b for lo, b in zip(self._lo, self._base)]
+        heads[0] = self._lo0 - self._base[0]
+        return heads
+
     def _set_local_extra(self, ints: list[int], partials: list[Any]) -> None:
         h = len(self._v)
         self._lo, self._sh = ints[:h], ints[h:2 * h]
@@ -696,6 +747,10 @@ class KvsAmta(_KvsLayout, Amta):
 
     def _head_of(self, level: int) -> int:
         return (self._lo0 >> level) - self._base[level]   # Amta._live_range, inlined
+
+    def _heads(self) -> list[int]:
+        lo0 = self._lo0
+        return [(lo0 >> level) - b for level, b in enumerate(self._base)]
 
     def _local_extra(self) -> tuple[list[int], list[Any]]:
         r0, r1 = self._r0, self._r1
