@@ -130,7 +130,9 @@ def timed_query(result: Any, out: str, checkpoint: str) -> tuple[float, tuple[fl
     q.awaitTermination()
     wall = time.perf_counter() - start
     cpu1 = process_tree_cpu(jvm)
-    batches = len(q.recentProgress)
+    # not len(q.recentProgress): Spark keeps the last 100 progress reports only
+    last = q.lastProgress
+    batches = 0 if last is None else int(last["batchId"]) + 1
     if q.exception() is not None:
         raise RuntimeError(f"query failed: {q.exception()}")
     cpu = None if cpu0 is None or cpu1 is None else cpu_used(cpu0, cpu1, jvm)
