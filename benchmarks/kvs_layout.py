@@ -241,7 +241,7 @@ def markdown(payload: dict[str, Any]) -> str:
            f"Clock: {payload['clock']}; memory: {payload['memory']}; state: "
            f"{payload['state']}. Every configuration in its own process, the two layouts "
            f"alternating in one run (`python -m benchmarks.kvs_layout`; "
-           f"`benchmarks/results/kvs_layout.json`). The machine was shared with other jobs.\n",
+           f"`benchmarks/results/kvs_layout.json`).\n",
            "(a) One key, OVER window of n events (`range = n - 1` ms, one event per ms), max, "
            "calls of 1,024 events: n events fill the window, then the events/s are measured "
            "while it slides.\n"]

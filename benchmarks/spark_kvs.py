@@ -138,9 +138,11 @@ def measure(sizes: list[int]) -> dict[str, Any]:
 
 def table(results: list[dict[str, Any]], per_file: int | None = None) -> str:
     """The table of ``results``; ``per_file``: events per file (one file per micro-batch),
-    which gives the micro-batches (runs before the fix of ``timed_query`` recorded at most
-    100, Spark's count of kept progress reports)."""
-    head = "| n | layout | events/s | Python worker peak RSS (MB) | micro-batches | same rows |"
+    whose count the table gives instead of the micro-batches recorded (runs before the fix
+    of ``timed_query`` recorded at most 100, Spark's count of kept progress reports)."""
+    batches_head = "micro-batches" if per_file is None else "files (one per micro-batch)"
+    head = (f"| n | layout | events/s | Python worker peak RSS (MB) | {batches_head} "
+            f"| same rows |")
     lines = [head, "|---|---|---|---|---|---|"]
     for r in results:
         batches = r["micro_batches"] if per_file is None else -(-r["events"] // per_file)
