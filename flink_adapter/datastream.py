@@ -72,7 +72,7 @@ def _key_selector(key: str | Callable[[Any], Any], layout: OutputLayout
 
 
 def _query(window: Any, windows: Sequence[Any] | None, aggregations: Any,
-           allowed_lateness: Any, nulls: str) -> dict[str, Any]:
+           allowed_lateness: Any, nulls: str, layout: str) -> dict[str, Any]:
     if (window is None) == (windows is None):
         raise ValueError("give exactly one of window=... or windows=[...]")
     if aggregations is None:
@@ -84,7 +84,7 @@ def _query(window: Any, windows: Sequence[Any] | None, aggregations: Any,
     return {"windows": [normalize_window(w, f"windows[{i}]") for i, w in enumerate(specs)],
             "aggregations": aggs,
             "allowed_lateness": duration_ms(allowed_lateness, "allowed_lateness"),
-            "nulls": nulls}
+            "nulls": nulls, "layout": layout}
 
 
 def _with_watermarks(stream: DataStream, watermark: Any,
@@ -111,7 +111,7 @@ def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
                       key_type: TypeInformation | None = None,
                       output_types: Mapping[str, TypeInformation] | None = None,
                       max_cached_keys: int | None = None, with_late_output: bool = False,
-                      name: str = "swag", nulls: str = "skip") -> Any:
+                      name: str = "swag", nulls: str = "skip", layout: str = "memory") -> Any:
     """Exact window aggregates per key over a ``DataStream``.
 
     Args:
@@ -145,13 +145,18 @@ def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
             any other; ``count`` of a field counts the other values. ``"error"``: a null or
             NaN value is bad input (``BadEventError`` naming the key and field). Custom
             aggregations get every value as it is (``docs/adapters.md``, "Missing values").
+        layout: where a key's per-event (over) window structure lives (``Query.layout``):
+            ``"memory"`` (default: rebuilt from the key's log after a restart or a cache
+            miss), ``"kvs"`` (the MTA KVS layout in the ``swag_pairs`` ``MapState``: O(log n)
+            in the worker, reopened instead of rebuilt; ``docs/adapters.md``, "The KVS
+            layout") or ``"auto"`` (moves a key's structure once it is large).
 
     Returns:
         A ``DataStream`` of ``Row`` with declared ``Types.ROW_NAMED`` fields ``window, key,
         start, end`` (per-event windows: ``window, key, time, event``) and the aggregates;
         times in integer ms. Each window is emitted once, when final.
     """
-    query = _query(window, windows, aggregations, allowed_lateness, nulls)
+    query = _query(window, windows, aggregations, allowed_lateness, nulls, layout)
     parsed = parse_query(query)
     WindowDriver(parsed, algorithm=algorithm)  # validate now: errors name the bad field
     if time is not None and not (isinstance(time, str) or callable(time)):

@@ -24,6 +24,7 @@ from typing import Any
 from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 
 from adapters import BadEventError, WindowDriver
+from adapters.driver.kvs_lanes import uses_pairs
 from adapters.engine.event_time import time_extractor
 from adapters.engine.timers import rearm
 
@@ -35,6 +36,7 @@ from .state import (
     KeyCache,
     log_descriptor,
     meta_descriptor,
+    pairs_descriptor,
     timer_descriptor,
 )
 
@@ -72,8 +74,10 @@ class SwagProcessFunction(KeyedProcessFunction):
         self._driver = WindowDriver(self._query, algorithm=self._algorithm,
                                     max_cached_keys=self._max_cached_keys,
                                     time_field=time_field)
+        pairs = (runtime_context.get_map_state(pairs_descriptor())
+                 if uses_pairs(self._driver.query) else None)
         self._state = FlinkKeyState(runtime_context.get_state(meta_descriptor()),
-                                    runtime_context.get_map_state(log_descriptor()))
+                                    runtime_context.get_map_state(log_descriptor()), pairs)
         self._timer = runtime_context.get_state(timer_descriptor())
         self._armed = KeyCache()  # copy of swag_timer: one state read less per element
         self._extract = (None if self._time is None else

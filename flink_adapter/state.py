@@ -8,6 +8,13 @@
   drop, so removal is one ``remove(seq)`` per entry: O(removed), whatever the window holds.
 * **armed timer** (``swag_timer``): a ``ValueState`` of ``long``, the event-time timer the
   key has registered (one live timer per key: :mod:`flink_adapter.function`).
+* **pair map** (``swag_pairs``, declared by queries with a per-event window:
+  :func:`adapters.driver.kvs_lanes.uses_pairs`): a ``MapState`` from ``long`` to ``bytes``,
+  the key's :class:`~adapters.state.pairs.PairMap` for the KVS layout (``layout="kvs"`` or
+  ``"auto"``, ``docs/adapters.md``; map keys and values in the format of
+  ``adapters/state/pairs.py``: pages of pairs). A cached structure holds it across calls;
+  Flink scopes it to the key being processed, which is the structure's own key whenever
+  the driver uses it.
 
 Two small per-key values are also kept in a per-task write-through copy
 (:class:`KeyCache`): the metadata (read on every call) and the armed timer. Flink changes a
@@ -34,6 +41,7 @@ from adapters import StateError
 META_NAME = "swag_meta"
 LOG_NAME = "swag_log"
 TIMER_NAME = "swag_timer"
+PAIRS_NAME = "swag_pairs"
 
 _BYTES = Types.PRIMITIVE_ARRAY(Types.BYTE())
 #: Keys a :class:`KeyCache` holds before it starts over (each entry is a few dozen bytes).
@@ -52,6 +60,11 @@ def meta_descriptor() -> ValueStateDescriptor:
 def log_descriptor() -> MapStateDescriptor:
     """The ``MapState<Long, Tuple2<Long, byte[]>>`` holding the event log by ``seq``."""
     return MapStateDescriptor(LOG_NAME, Types.LONG(), Types.TUPLE([Types.LONG(), _BYTES]))
+
+
+def pairs_descriptor() -> MapStateDescriptor:
+    """The ``MapState<Long, byte[]>`` of the KVS layout's pairs."""
+    return MapStateDescriptor(PAIRS_NAME, Types.LONG(), _BYTES)
 
 
 def timer_descriptor() -> ValueStateDescriptor:
@@ -82,8 +95,40 @@ class KeyCache:
         values[key] = value
 
 
+class FlinkPairMap:
+    """:class:`adapters.state.pairs.PairMap` over the current key's ``swag_pairs``
+    ``MapState`` (one element per map key: the KVS layout stores pages of pairs, so a call
+    touches few)."""
+
+    __slots__ = ("_map",)
+
+    def __init__(self, map_state: Any) -> None:
+        self._map = map_state
+
+    def get_many(self, keys: Sequence[int]) -> list[bytes | None]:
+        get = self._map.get
+        out: list[bytes | None] = []
+        for k in keys:
+            value = get(k)
+            out.append(None if value is None else bytes(value))
+        return out
+
+    def put_many(self, items: Sequence[tuple[int, bytes]]) -> None:
+        # not put_all: PyFlink 2.3 iterates its dict argument as (key, value) pairs; put
+        # goes to PyFlink's write cache anyway (sent to the JVM in batches)
+        put = self._map.put
+        for k, v in items:
+            put(k, v)
+
+    def delete_many(self, keys: Sequence[int]) -> None:
+        remove = self._map.remove
+        for k in keys:
+            remove(k)
+
+
 class FlinkKeyState:
-    """:class:`adapters.KeyState` over the current key's ``ValueState`` + ``MapState``.
+    """:class:`adapters.KeyState` over the current key's ``ValueState`` + ``MapState``
+    (and, given ``pairs``, the ``swag_pairs`` map: :meth:`pair_map`).
 
     Flink scopes keyed state to the key of the element or timer being processed, so one
     instance serves every key of the operator. The process function sets :attr:`key` to
@@ -91,13 +136,18 @@ class FlinkKeyState:
     :class:`KeyCache`; left at :data:`NO_KEY`, every read goes to Flink.
     """
 
-    __slots__ = ("_metas", "key", "log", "meta")
+    __slots__ = ("_metas", "_pairs", "key", "log", "meta")
 
-    def __init__(self, meta: Any, log: Any) -> None:
+    def __init__(self, meta: Any, log: Any, pairs: Any = None) -> None:
         self.meta = meta
         self.log = log
         self.key: Any = NO_KEY
         self._metas = KeyCache()
+        self._pairs = None if pairs is None else FlinkPairMap(pairs)
+
+    def pair_map(self) -> FlinkPairMap | None:
+        """The key's pair map (``None`` for a query without a per-event window)."""
+        return self._pairs
 
     def get_meta(self) -> bytes | None:
         key = self.key
@@ -139,6 +189,6 @@ class FlinkKeyState:
             remove(seq)
 
 
-__all__ = ["CACHE_KEYS", "LOG_NAME", "META_NAME", "MISSING", "NO_KEY", "TIMER_NAME",
-           "FlinkKeyState", "KeyCache", "log_descriptor",
-           "meta_descriptor", "timer_descriptor"]
+__all__ = ["CACHE_KEYS", "LOG_NAME", "META_NAME", "MISSING", "NO_KEY", "PAIRS_NAME",
+           "TIMER_NAME", "FlinkKeyState", "FlinkPairMap", "KeyCache", "log_descriptor",
+           "meta_descriptor", "pairs_descriptor", "timer_descriptor"]

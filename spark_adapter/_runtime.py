@@ -50,7 +50,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from adapters import END_OF_INPUT, Output, OverWindow, Query, TransientKeyState, WindowDriver
+from adapters import END_OF_INPUT, Output, Query, TransientKeyState, WindowDriver
+from adapters.driver.kvs_lanes import uses_pairs
 from adapters.engine.timers import rearm
 from adapters.state.backend import LogEntry
 from adapters.state.segments import decode_segment, encode_segment, segment_range
@@ -551,14 +552,6 @@ class SparkPairsKeyState(SparkKeyState):
 
     def pair_map(self) -> SparkPairMap:
         return self._pairs
-
-
-def uses_pairs(query: Query) -> bool:
-    """Whether the per-key streaming processor declares the pair map for ``query``: when
-    some window is per-event (the KVS layout's lanes are OVER-only), whatever its layout:
-    a key whose map holds its structure keeps that layout (its log no longer holds the
-    released events), so a restart with ``layout="memory"`` must still see the map."""
-    return any(isinstance(w, OverWindow) for w in query.windows)
 
 
 # ----------------------------------------------------------------------------- streaming

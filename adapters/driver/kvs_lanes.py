@@ -33,7 +33,7 @@ from adapters.driver.key_runtime import KeyRuntime, LaneState
 from adapters.driver.position_lanes import CountLane, PolicyLane
 from adapters.driver.time_lane import TimeLane
 from adapters.errors import CodecError, StateError
-from adapters.query.specs import Query
+from adapters.query.specs import OverWindow, Query
 from adapters.state.backend import KeyState
 from adapters.state.codec import encode_value
 from adapters.state.pairs import LanePairs, different_calls, encode_locals
@@ -55,6 +55,14 @@ Lane = TimeLane | CountLane | PolicyLane
 def is_kvs(w: Window) -> bool:
     """Whether structure ``w`` is in the KVS layout (durable in the key's pair map)."""
     return isinstance(w, _KvsLayout)
+
+
+def uses_pairs(query: Query) -> bool:
+    """Whether an engine's per-key state should offer a pair map for ``query``: when some
+    window is per-event (the KVS layout's lanes are OVER-only), whatever its layout: a key
+    whose map holds its structure keeps that layout (its log no longer holds the released
+    events), so a restart with ``layout="memory"`` must still see the map."""
+    return any(isinstance(w, OverWindow) for w in query.windows)
 
 
 def _pair_map(state: KeyState) -> Any:
@@ -256,4 +264,5 @@ class KvsLanes:
         return w
 
 
-__all__ = ["AUTO_MIN_ENTRIES", "AUTO_MIN_ENTRIES_UNBOUNDED", "KvsLanes", "is_kvs"]
+__all__ = ["AUTO_MIN_ENTRIES", "AUTO_MIN_ENTRIES_UNBOUNDED", "KvsLanes", "is_kvs",
+           "uses_pairs"]

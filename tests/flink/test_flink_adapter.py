@@ -90,6 +90,29 @@ def test_real_watermarks_timers_and_types(flink_env: Any) -> None:
     assert diff is None, diff
 
 
+def test_kvs_layout_in_the_pairs_map_state(flink_env: Any) -> None:
+    """A per-event window in the KVS layout (``swag_pairs`` ``MapState``, pages of pairs) on
+    a real job, two keys alternating through a structure cache of one key, so each key's
+    structure is reopened from Flink's map state again and again: the rows equal the
+    oracle's."""
+    events = [(k, t, float((t * 7919) % 10_007)) for t in range(0, 3_000, 3)
+              for k in ("a", "b")]
+    env = flink_env(streaming=True)
+    stream = env.from_collection([Row(*e) for e in events], INPUT)
+    aggs = {"mx": {"fn": "max", "field": "v"}}
+    out = fa.sliding_aggregate(stream, key="k", time="t", watermark=0, window=fa.over(1_500),
+                               aggregations=aggs, layout="kvs", max_cached_keys=1)
+    # through a Python map, where the pickled event column is the driver's dict again
+    got = list(out.map(lambda r: r.as_dict(), Types.PICKLED_BYTE_ARRAY()).execute_and_collect())
+    as_events = [[k, t, {"k": k, "t": t, "v": v}] for k, t, v in events]
+    scenario = {"query": {"windows": [{"kind": "over", "range": 1_500}],
+                          "aggregations": aggs, "allowed_lateness": 0},
+                "steps": [{"events": as_events}, {"watermark": "end"}]}
+    assert len(got) == len(events)
+    diff = compare(expected(scenario), {"rows": got, "late": {}})
+    assert diff is None, diff
+
+
 NULLABLE = Types.ROW_NAMED(["k", "t", "n", "x"],
                            [Types.STRING(), Types.LONG(), Types.LONG(), Types.DOUBLE()])
 NULL_AGGS = {"cnt": {"fn": "count"}, "n_n": {"fn": "count", "field": "n"},

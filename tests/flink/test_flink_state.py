@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from adapters import MemoryKeyState, StateError, WindowDriver
-from flink_adapter.state import MISSING, FlinkKeyState, KeyCache
+from adapters.state.pairs import LANE_SHIFT, LOCAL, PAGE_BIT, decode_page
+from flink_adapter.state import MISSING, FlinkKeyState, FlinkPairMap, KeyCache
 
 
 class Value:
@@ -108,3 +109,33 @@ def test_rebuilds_from_map_state_with_the_metadata_copy() -> None:
     flink = FlinkKeyState(Value(), Map())
     flink.key = "k"
     assert _run(flink, True) == _run(MemoryKeyState(), False)
+
+
+OVER_KVS = {"windows": [{"kind": "over", "range": 2_000}],
+            "aggregations": {"mx": {"fn": "max", "field": "v"}}, "layout": "kvs"}
+
+
+def test_the_kvs_layout_keeps_its_pages_in_the_pairs_map_state() -> None:
+    """``layout="kvs"`` over the ``swag_pairs`` stand-in, every call a cache miss: the rows
+    of the memory layout on the reference state; the window's pairs are in the map, in pages
+    (pair format 4), and the log keeps only entries with pending events."""
+    def run(state: Any, query: dict[str, Any]) -> list[Any]:
+        rows = []
+        for c in range(0, 6_000, 250):
+            events = [(t, {"v": (t * 7919) % 10_007}) for t in range(c, c + 250)]
+            rows += WindowDriver(query).process("k", events, state, watermark=c - 1).rows
+        return rows
+
+    pairs, log = Map(), Map()
+    flink = FlinkKeyState(Value(), log, pairs)
+    assert isinstance(flink.pair_map(), FlinkPairMap)
+    assert FlinkKeyState(Value(), Map()).pair_map() is None
+    memory = {**OVER_KVS, "layout": "memory"}
+    reference = MemoryKeyState()
+    assert run(flink, OVER_KVS) == run(reference, memory)
+    pages = [k for k in pairs if k & PAGE_BIT and k & ((1 << LANE_SHIFT) - 1) != LOCAL]
+    assert pages and all(decode_page(bytes(pairs[k])) for k in pages)
+    assert len(log) <= 2
+    end = [WindowDriver(q).advance_watermark("k", "end", s).rows
+           for q, s in ((OVER_KVS, flink), (memory, reference))]
+    assert end[0] == end[1] and end[0]

@@ -11,6 +11,7 @@ from flink_adapter.state import (
     FlinkKeyState,
     log_descriptor,
     meta_descriptor,
+    pairs_descriptor,
     timer_descriptor,
 )
 from tests.flink.test_flink_state import Map, Value
@@ -21,7 +22,7 @@ GOLDEN = json.loads((Path(__file__).parent.parent / "golden" / "flink_state.json
 
 def test_descriptors() -> None:
     for kind, descriptor in [("meta", meta_descriptor()), ("log", log_descriptor()),
-                             ("timer", timer_descriptor())]:
+                             ("timer", timer_descriptor()), ("pairs", pairs_descriptor())]:
         assert {"name": descriptor.name, "type": str(descriptor.type_info)} == GOLDEN[kind]
 
 

@@ -136,12 +136,17 @@ def _beam_layout() -> dict[str, Any] | None:
 def _flink_layout() -> dict[str, Any] | None:
     """The Flink state descriptors: names and type information."""
     try:
-        from flink_adapter.state import log_descriptor, meta_descriptor, timer_descriptor
+        from flink_adapter.state import (
+            log_descriptor,
+            meta_descriptor,
+            pairs_descriptor,
+            timer_descriptor,
+        )
     except ImportError:
         return None
     return {kind: {"name": d.name, "type": str(d.type_info)} for kind, d in
             [("meta", meta_descriptor()), ("log", log_descriptor()),
-             ("timer", timer_descriptor())]}
+             ("timer", timer_descriptor()), ("pairs", pairs_descriptor())]}
 
 
 def build() -> dict[str, dict[str, Any]]:
