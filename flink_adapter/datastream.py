@@ -164,13 +164,13 @@ def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
     input_type = stream.get_type()
     ktype = key_type_of(key, input_type, key_type)
     raw = query["aggregations"]
-    layout, out_type = layout_and_type(parsed, raw, ktype, input_type, value,
-                                       dict(output_types or {}))
+    rows_layout, out_type = layout_and_type(parsed, raw, ktype, input_type, value,
+                                            dict(output_types or {}))
     late_tag = OutputTag(LATE_TAG_NAME, input_type or Types.PICKLED_BYTE_ARRAY())
-    fn = SwagProcessFunction(query, layout, LATE_TAG_NAME, time=time, algorithm=algorithm,
-                             max_cached_keys=max_cached_keys)
-    keyed = _with_watermarks(stream, watermark, time, layout).key_by(
-        _key_selector(key, layout), ktype)
+    fn = SwagProcessFunction(query, rows_layout, LATE_TAG_NAME, time=time,
+                             algorithm=algorithm, max_cached_keys=max_cached_keys)
+    keyed = _with_watermarks(stream, watermark, time, rows_layout).key_by(
+        _key_selector(key, rows_layout), ktype)
     rows = keyed.process(fn, out_type).name(name)
     if with_late_output:
         return Aggregated(rows, rows.get_side_output(late_tag))
