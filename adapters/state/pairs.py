@@ -629,6 +629,12 @@ def _mark(nonce: int) -> bytes:
     return _MARK.pack(PAIRS_MARK, LOCALS_VERSION, nonce)
 
 
+def is_page(key: int) -> bool:
+    """Whether map key ``key`` holds a page of pairs (version 4): ``PAGE_BIT`` is set in it,
+    and in a lane's local slot (``LOCAL``: its mark, or a version-1/2 local part) too."""
+    return bool(key & PAGE_BIT) and key & ((1 << LANE_SHIFT) - 1) != LOCAL
+
+
 def encode_page(pairs: dict[int, bytes]) -> bytes:
     """A page (version 4, module docstring) of encoded ``pairs``: index in the page ->
     :func:`encode_pair` bytes."""
@@ -885,8 +891,30 @@ class LanePairs:
         return fingerprint, ints, partials, nonce, None
 
 
-__all__ = ["LANE_SHIFT", "LOCAL", "LOCALS_VERSION", "META_LOCALS", "PACKED_LOCAL", "PACKED_PAIR",
-           "PAGE_BIT", "PAGE_SHIFT", "PAIRS_MARK", "PAIRS_PAGE", "PAIRS_VERSION",
-           "READABLE_PAIRS_VERSIONS", "LanePairs", "MemoryPairMap", "PairMap", "decode_local",
-           "decode_locals", "decode_page", "decode_pair", "different_calls", "encode_local",
-           "encode_locals", "encode_page", "encode_pair"]
+__all__ = [
+    "LANE_SHIFT",
+    "LOCAL",
+    "LOCALS_VERSION",
+    "META_LOCALS",
+    "PACKED_LOCAL",
+    "PACKED_PAIR",
+    "PAGE_BIT",
+    "PAGE_SHIFT",
+    "PAIRS_MARK",
+    "PAIRS_PAGE",
+    "PAIRS_VERSION",
+    "READABLE_PAIRS_VERSIONS",
+    "LanePairs",
+    "MemoryPairMap",
+    "PairMap",
+    "decode_local",
+    "decode_locals",
+    "decode_page",
+    "decode_pair",
+    "different_calls",
+    "encode_local",
+    "encode_locals",
+    "encode_page",
+    "encode_pair",
+    "is_page",
+]

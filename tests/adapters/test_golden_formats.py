@@ -213,12 +213,12 @@ def test_kvs_checkpoint_restores(name: str) -> None:
         LOCAL,
         PACKED_LOCAL,
         PACKED_PAIR,
-        PAGE_BIT,
         PAIRS_MARK,
         decode_local,
         decode_locals,
         decode_page,
         decode_pair,
+        is_page,
     )
 
     sample = KVS[name]
@@ -239,8 +239,8 @@ def test_kvs_checkpoint_restores(name: str) -> None:
                 got, _, ints, _, _, tails, _ = decode_local(data)
                 assert got == 2 and len(tails) == ints[1]
             continue
-        # version 4: pages of pairs (a page key has PAGE_BIT), before one pair per key
-        assert bool(int(k) & PAGE_BIT) == (version == 4)
+        # version 4: pages of pairs, before one pair per key
+        assert is_page(int(k)) == (version == 4)
         for pair in (decode_page(data).values() if version == 4 else [data]):
             value = decode_pair(pair)
             assert type(value) is tuple and 1 <= len(value) <= 2

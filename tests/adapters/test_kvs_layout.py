@@ -13,7 +13,7 @@ import pytest
 from adapters import StateError, WindowDriver
 from adapters.driver.kvs_lanes import CACHE_PAIRS
 from adapters.state.backend import MemoryKeyState, MemoryStateBackend
-from adapters.state.pairs import LANE_SHIFT, LOCAL, PAGE_BIT, MemoryPairMap, decode_page
+from adapters.state.pairs import LANE_SHIFT, LOCAL, MemoryPairMap, decode_page, is_page
 from swag_core import Aggregation
 from swag_core.algorithms.mta_kvs import KvsAmta, KvsLogMta
 
@@ -27,7 +27,7 @@ def stored_pairs(pair_map: MemoryPairMap) -> int:
     for k, v in pair_map.data.items():
         if k & ((1 << LANE_SHIFT) - 1) == LOCAL:
             continue
-        n += len(decode_page(v)) if k & PAGE_BIT else 1
+        n += len(decode_page(v)) if is_page(k) else 1
     return n
 
 

@@ -21,7 +21,6 @@ from adapters.state.pairs import (
     LOCAL,
     PACKED_LOCAL,
     PACKED_PAIR,
-    PAGE_BIT,
     PAIRS_MARK,
     PAIRS_PAGE,
     PAIRS_VERSION,
@@ -35,6 +34,7 @@ from adapters.state.pairs import (
     encode_locals,
     encode_page,
     encode_pair,
+    is_page,
 )
 from tests.golden import samples
 
@@ -197,9 +197,9 @@ def test_a_version_3_key_goes_on_with_one_pair_per_map_key() -> None:
         rows += len(got[0])
     assert rows > 500
     keys = [k for k in old.pair_map().data if k & ((1 << 56) - 1) != LOCAL]
-    assert len(keys) > 20 and not any(k & PAGE_BIT for k in keys)
+    assert len(keys) > 20 and not any(is_page(k) for k in keys)
     keys = [k for k in new.pair_map().data if k & ((1 << 56) - 1) != LOCAL]
-    assert keys and all(k & PAGE_BIT for k in keys) and len(keys) < 20
+    assert keys and all(is_page(k) for k in keys) and len(keys) < 20
 
 
 class CountingPairMap(MemoryPairMap):
@@ -302,6 +302,15 @@ def test_page_round_trip(pairs: dict[int, bytes]) -> None:
     data = encode_page(pairs)
     assert data[0] == PAIRS_PAGE and data[1] == PAIRS_VERSION
     assert decode_page(data) == pairs
+
+
+def test_page_keys_are_told_from_the_local_slot() -> None:
+    """``LOCAL`` has ``PAGE_BIT`` set too: a map scan must tell them apart with is_page."""
+    from adapters.state.pairs import LANE_SHIFT, PAGE_BIT
+    for lane in (0, 3):
+        base = lane << LANE_SHIFT
+        assert is_page(base | PAGE_BIT | 5) and not is_page(base | LOCAL)
+        assert not is_page(base | (2 << 48) | 7)
 
 
 @pytest.mark.parametrize("data,match", [

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from adapters import MemoryKeyState, StateError, WindowDriver
-from adapters.state.pairs import LANE_SHIFT, LOCAL, PAGE_BIT, decode_page
+from adapters.state.pairs import decode_page, is_page
 from flink_adapter.state import MISSING, FlinkKeyState, FlinkPairMap, KeyCache
 
 
@@ -133,7 +133,7 @@ def test_the_kvs_layout_keeps_its_pages_in_the_pairs_map_state() -> None:
     memory = {**OVER_KVS, "layout": "memory"}
     reference = MemoryKeyState()
     assert run(flink, OVER_KVS) == run(reference, memory)
-    pages = [k for k in pairs if k & PAGE_BIT and k & ((1 << LANE_SHIFT) - 1) != LOCAL]
+    pages = [k for k in pairs if is_page(k)]
     assert pages and all(decode_page(bytes(pairs[k])) for k in pages)
     assert len(log) <= 2
     end = [WindowDriver(q).advance_watermark("k", "end", s).rows
