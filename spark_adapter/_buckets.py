@@ -311,9 +311,10 @@ def bucket_frame(plan: Plan, backend: BucketBackend, out: Output,
         parts.setdefault(row["key"], Output()).rows.append(row)
     for ev in out.late:
         parts.setdefault(ev.key, Output()).late.append(ev)
+    typed_keys = plan.typed is not None and plan.typed.keys is not None
     cols: dict[str, list[Any]] | None = None
     for key, part in parts.items():
-        c = wide_columns(plan, backend.ids[key].decode(), part, texts)
+        c = wide_columns(plan, key if typed_keys else backend.ids[key].decode(), part, texts)
         if c is None:
             continue
         if cols is None:

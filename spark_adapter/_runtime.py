@@ -98,6 +98,10 @@ class Typed:
     aggs: tuple[tuple[str, DataType], ...]
     #: Spark's ``spark.sql.execution.arrow.useLargeVarTypes`` (the Arrow string type)
     large_var_types: bool = False
+    #: streaming: the keys travel in as JSON text ``swag_k`` whatever ``keys`` says (a key's
+    #: identity in the state and its bucket's hash); ``keys`` then types only ``_swag_k<i>``
+    #: out, which spares Spark a ``from_json`` per output row
+    json_keys_in: bool = False
 
 
 @dataclass

@@ -118,17 +118,21 @@ def _typed(df: DataFrame, key_names: Sequence[str], columns: Mapping[str, DataTy
            encoders: Mapping[str, Any]) -> Typed:
     """Which key, value and aggregate columns travel as typed Arrow columns (every one of a
     scalar type; aggregates needing an encoder stay JSON): batch mode, and the packed
-    streaming transport (:mod:`spark_adapter._packed`), whose keys stay JSON text (a key's
-    identity in the state and its bucket's hash)."""
+    streaming transport (:mod:`spark_adapter._packed`), whose keys come in as JSON text (a
+    key's identity in the state and its bucket's hash) and go out typed unless a key column
+    is floating-point (the driver's key is what ``json.loads`` makes of the key's JSON text,
+    which holds NaN as a string)."""
     keys = None
-    if not df.isStreaming and all(T.is_native(columns[k]) for k in key_names):
+    streaming = df.isStreaming
+    if all(T.is_native(columns[k]) and not (streaming and isinstance(columns[k], T.FLOATING))
+           for k in key_names):
         keys = tuple(T.json_type(columns[k], k) for k in key_names)
     return Typed(
         keys=keys,
         values=tuple((c, T.json_type(t, c)) for c, t in value_types.items() if T.is_native(t)),
         aggs=tuple((n, T.json_type(t, n)) for n, t in agg_types.items()
                    if T.is_native(t) and n not in encoders),
-        large_var_types=_large_var_types(df))
+        large_var_types=_large_var_types(df), json_keys_in=streaming)
 
 
 def _large_var_types(df: DataFrame) -> bool:
@@ -143,7 +147,7 @@ def _input_columns(plan: Plan, columns: Mapping[str, DataType], time_col: Column
     grouping columns among them."""
     typed = plan.typed
     cols = [time_col.alias(TIME_IN)]
-    if typed is None or typed.keys is None:
+    if typed is None or typed.keys is None or typed.json_keys_in:
         cols.append(_json_struct(plan.key_names, columns).alias(KEY_IN))
         group = [KEY_IN]
     else:

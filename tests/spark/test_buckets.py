@@ -200,7 +200,7 @@ def test_a_call_that_reads_the_log_drops_its_dead_weight():
     call(0, 200, 0, stale=False)     # one heavy element
     call(10, 200, 10, stale=False)   # the first one is dead (window [0, 10) emitted)
     call(20, 5, 20, stale=False)     # a light element; the second is dead
-    assert [len(seg) for _, seg in log.items][0] > 10 * len(log.items[2][1])
+    assert len(log.items[0][1]) > 10 * len(log.items[2][1])
     calls.clear()
     call(30, 5, 30, stale=True)      # a rebuild: 2 heavy dead elements, 1 light live one
     assert "list.get" in calls and "put" in calls and "appendList" not in calls

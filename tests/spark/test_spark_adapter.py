@@ -288,6 +288,52 @@ def test_batch_typed_columns_round_trip_exactly(all_types):
             assert _same(r[f"last_{c}"], w[c]), (c, r[f"last_{c}"], w[c])
 
 
+def test_streaming_keys_go_out_typed_except_floating_ones(spark, tmp_path):
+    """Streaming (bucket layout): keys of scalar columns come back as their own typed columns
+    (no ``from_json`` of the key per output row), exactly, null key parts included; a key
+    with a floating-point column stays JSON text (``json.loads`` holds NaN as a string) and
+    comes back exactly too. Rows per key and window equal those of batch mode."""
+    base = datetime.datetime(2024, 3, 1, tzinfo=datetime.timezone.utc)
+    keys = [(True, 2**63 - 1, "é\u2603", "2024-02-29", "1960-01-01T00:00:00.123456+00:00", 0.1),
+            (None, -2**63, None, None, None, None),
+            (False, 0, "", "1969-12-31", "2024-03-01T10:00:00+00:00", float("nan"))]
+    events = [{"b": b, "i64": i, "s": s, "d": d, "kts": kts, "f64": f,
+               "ts": (base + datetime.timedelta(seconds=13 * n)).isoformat(), "n": n}
+              for n in range(30) for b, i, s, d, kts, f in [keys[n % 3]]]
+    src_dir = tmp_path / "in"
+    src_dir.mkdir()
+    _write_file(str(src_dir), 0, events)
+    _write_file(str(src_dir), 1, [{"ts": "2030-01-01T00:00:00+00:00"}])
+    schema = ("b boolean, i64 long, s string, d date, kts timestamp, f64 double, ts timestamp, "
+              "n long")
+    end = F.lit("2030-01-01 00:00:00").cast("timestamp")
+    batch = spark.read.schema(schema).json(str(src_dir)).where(F.col("ts") < end)
+    stream = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+              .json(str(src_dir)).withWatermark("ts", "0 seconds").where(F.col("ts") < end))
+    for key, typed in ((["b", "i64", "s", "d", "kts"], True), (["i64", "f64"], False)):
+        args = {"key": key, "time": "ts", "window": tumbling("1 minute"),
+                "aggregations": {"n": {"fn": "count"}, "hi": {"fn": "max", "field": "n"}}}
+        out = sliding_aggregate(stream, **args)
+        # count and max of a long are typed: only a JSON key would be parsed
+        assert ("from_json" in out._jdf.queryExecution().logical().toString()) is not typed
+        name = f"swag_typed_keys_{typed}"
+        query = (out.writeStream.format("memory").queryName(name)
+                 .option("checkpointLocation", str(tmp_path / name)).outputMode("append")
+                 .start())
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
+        got = spark.table(name).collect()
+        spark.catalog.dropTempView(name)
+        want = sliding_aggregate(batch, **args).collect()
+        assert out.schema == sliding_aggregate(batch, **args).schema
+        assert len(got) == len(want) > 3
+        as_list = sorted(([r[c] for c in out.columns] for r in got), key=repr)
+        assert all(_same(g, w) for g, w in zip(
+            as_list, sorted(([r[c] for c in out.columns] for r in want), key=repr))), got
+
+
 def test_batch_typed_keys_of_several_columns_and_json_keys(all_types):
     """Keys of several scalar columns travel typed; a key with a struct column travels as
     JSON; both come back exactly (null key parts included)."""
