@@ -25,11 +25,6 @@ TEST_CONF = {
     # (it used as much CPU as the queries); C1 only (halves the JVM's CPU), and a GC without
     # helper threads.
     "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-    # Without Hadoop's native library, every FileContext rename forks `readlink`: thousands of
-    # processes per run from the checkpoint writes. The FileSystem-based manager does not.
-    "spark.sql.streaming.checkpointFileManagerClass":
-        "org.apache.spark.sql.execution.streaming.checkpointing."
-        "FileSystemBasedCheckpointFileManager",
     # transformWithState builds new state encoders in every task; generating and compiling
     # their code costs more than interpreting them on test-sized data (Spark's own switch
     # for tests; -11 % CPU).

@@ -178,6 +178,9 @@ def _child(base: Path, gates: tuple[str | None, str | None]) -> None:
     conf = dict(TEST_CONF, **{"spark.local.dir": str(base / "local")})
     spark = local_session("swag-kill-restart", cores=2, shuffle_partitions=SHUFFLE_PARTITIONS,
                           driver_memory="1g", conf=conf)
+    # the checkpoint writes whose atomicity the kills test: local_session's, for a local master
+    manager = spark.conf.get("spark.sql.streaming.checkpointFileManagerClass")
+    assert manager.endswith("FileSystemBasedCheckpointFileManager"), manager
     (base / "py").mkdir(exist_ok=True)
     spark.sparkContext.pythonExec = worker_python(base / "py")
     try:
