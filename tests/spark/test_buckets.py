@@ -98,8 +98,7 @@ def test_driver_over_a_bucket_equals_the_reference(steps, compact_min):
     """Every micro-batch through a bucket's state (blob + log, rebuilt when the cache is
     dropped, rewritten once dead elements dominate) gives the rows and late events of the
     per-key reference run. With a minimum of 2 dead elements (not 64) short histories
-    rewrite the log by count; with 64, only the rewrites of calls that read it (a dropped
-    cache) run."""
+    rewrite the log; with 64 they read past dead elements instead."""
     old = buckets_module._COMPACT_MIN
     buckets_module._COMPACT_MIN = compact_min
     try:
@@ -173,44 +172,6 @@ def test_few_round_trips_per_bucket_call():
     run_bucket(PLAN, drv, backend, evs, None)
     backend.flush()
     assert calls == ["get", "appendList", "update"]
-
-
-def test_a_call_that_reads_the_log_drops_its_dead_weight():
-    """A call that reads the log (a rebuild after another worker served the bucket) rewrites
-    it without its dead elements once they weigh as much as the live ones, though far fewer
-    than 64 are dead: the next reader reads the live bytes only. A call that reads a log whose
-    dead elements weigh less only appends."""
-    query = Query.build([{"kind": "sliding", "range": 10, "slide": 10}],
-                        {"n": {"fn": "count"}}, 0, None, "skip")
-    plan = Plan(query=query, key_names=("k",), time_name="t", time_is_string=False,
-                value_fixer=None, agg_encoders={}, json_values=(), json_aggs=("n",),
-                has_order=False, max_cached_keys=4)
-    drv = WindowDriver(query, max_cached_keys=4)
-    calls: list[str] = []
-    meta, log = FakeValue(calls), FakeList(calls)
-
-    def call(t0: int, n: int, wm: int, *, stale: bool) -> None:
-        if stale:
-            drv.drop_cache()
-        evs = [("a", t0 + i % 10, {}) for i in range(n)]
-        backend = BucketBackend(meta, log, 4, {"a": b"a"})
-        run_bucket(plan, drv, backend, evs, wm)
-        backend.flush()
-
-    call(0, 200, 0, stale=False)     # one heavy element
-    call(10, 200, 10, stale=False)   # the first one is dead (window [0, 10) emitted)
-    call(20, 5, 20, stale=False)     # a light element; the second is dead
-    assert len(log.items[0][1]) > 10 * len(log.items[2][1])
-    calls.clear()
-    call(30, 5, 30, stale=True)      # a rebuild: 2 heavy dead elements, 1 light live one
-    assert "list.get" in calls and "put" in calls and "appendList" not in calls
-    b = decode_bucket(bytes(meta.value[0]), 4)
-    assert (b.live, b.dead) == (len(log.items), 0)
-    assert sum(len(seg) for _, seg in log.items) < 2 * len(log.items[-1][1]) + 100
-    call(40, 200, 40, stale=False)   # a heavy live element; the light ones die
-    calls.clear()
-    call(45, 5, 40, stale=True)      # dead elements lighter than live: no rewrite
-    assert "list.get" in calls and "appendList" in calls and "put" not in calls
 
 
 # ----------------------------------------------------------------------------- with Spark
