@@ -11,7 +11,8 @@ from pathlib import Path
 from benchmarks.common import DOCS, load
 
 ORDER = ["core_rounds", "core_bulk", "driver", "driver_over", "spark_windows", "spark_over",
-         "spark_streaming", "beam_windows", "flink_windows", "kvs_layout", "spark_kvs"]
+         "spark_event_path", "spark_streaming", "beam_windows", "flink_windows", "kvs_layout",
+         "spark_kvs"]
 
 HEADER = """# Benchmarks
 
