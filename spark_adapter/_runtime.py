@@ -51,9 +51,10 @@ from pyspark.sql.types import (
 )
 
 from adapters import END_OF_INPUT, Output, Query, TransientKeyState, WindowDriver
+from adapters.crosskey.columnar import MIN_BATCH
 from adapters.driver.kvs_lanes import uses_pairs
 from adapters.engine.timers import rearm
-from adapters.state.backend import LogEntry
+from adapters.state.backend import LogEntry, MemoryStateBackend
 from adapters.state.segments import decode_segment, encode_segment, segment_range
 
 from ._types import SparkTypeError
@@ -687,10 +688,17 @@ def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
             events = arrow_events(plan, table, texts)
         else:
             events = plan.slices.events(table, dkey, plan.time_name)
-        state = TransientKeyState()  # batch: no restart, so no event log
         try:
-            out = driver.process(dkey, events, state)
-            out.extend(driver.advance_watermark(dkey, END_OF_INPUT, state))
+            if plan.slices is None and driver.batch_runtime and len(events) >= MIN_BATCH:
+                # the cross-key runtime (slices and windows reduced in NumPy) over the key's
+                # whole input; it needs a state that keeps the log (the key's, dropped after)
+                backend = MemoryStateBackend()
+                out = driver.process_batch([(dkey, t, v) for t, v in events], backend)
+                out.extend(driver.advance_keys([dkey], END_OF_INPUT, backend))
+            else:
+                state = TransientKeyState()  # batch: no restart, so no event log
+                out = driver.process(dkey, events, state)
+                out.extend(driver.advance_watermark(dkey, END_OF_INPUT, state))
         finally:
             driver.drop_cache(dkey)
         cols = wide_columns(plan, out_key, out, texts)
