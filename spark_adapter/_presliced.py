@@ -25,11 +25,22 @@ Why the values are identical to the event path (``swag_core``'s kernels over raw
   as ``long``. The driver lifts each ``(sum, count)`` into
   :class:`swag_core.aggregations.Mean`'s exact partial, so a mean is the same correctly
   rounded quotient as over the raw events.
-* floats: only ``max``/``min`` (a maximum does not depend on summation order; Spark's
-  floating sums do, so ``sum``/``mean`` of a floating column keep the event path, whose
-  sums are exact). The one tie floats can tell
-  apart is ``-0.0 == 0.0``: the event path keeps the oldest (time, then ``order_by``), so a
-  slice whose extreme is a zero takes the sign of its oldest zero (``min_by``).
+* floats: ``max``/``min`` (a maximum does not depend on summation order). The one tie floats
+  can tell apart is ``-0.0 == 0.0``: the event path keeps the oldest (time, then
+  ``order_by``), so a slice whose extreme is a zero takes the sign of its oldest zero
+  (``min_by``). Spark's floating sums depend on the order, so a ``sum``/``mean`` of a
+  floating column is not Spark's ``sum`` (batch only; one such column per query): every
+  finite non-zero value ``x`` is split exactly into integers, ``x = m * 2**q`` with
+  ``|m| < 2**62`` and ``q`` on a grid of 10 bits (:func:`_scaled`), the slice is grouped by
+  ``q`` as well, and Spark sums the ``m`` of each ``(key, slice, q)`` as two halves, as a
+  ``long`` column's values; Python
+  joins ``sum(m) * 2**q`` of every row of the slice into the output's own exact partial
+  (:func:`swag_core.exact.from_parts`, with the slice's counts of values, ``+inf`` and
+  ``-inf``), which is the event path's partial exactly. A slice then reaches the driver as
+  one row per ``q`` (zeros, infinities and missing values in a row of their own), which it
+  combines like any rows of one slice; a float ``max``/``min`` of the same column still
+  ties zeros only within the zeros' row, but of another floating column it could tie them
+  across rows, so such a query keeps the event path.
 * bad input raises what the event path raises: a null time the same
   :class:`adapters.BadEventError` (from :func:`adapters.query.times.parse_time`); with
   ``nulls="error"``, a null value (``count(v) < count(*)``) or a NaN (Spark's ``max`` is NaN
@@ -46,6 +57,7 @@ Why the values are identical to the event path (``swag_core``'s kernels over raw
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +71,7 @@ from adapters.driver.time_lane import slice_grid
 from adapters.engine.presliced import partial_field, sliced_query
 from adapters.query.specs import AggSpec, SlidingWindow
 from adapters.query.times import parse_time
+from swag_core.exact import FRACTION_BITS, from_parts
 
 from ._runtime import ORDER_IN, TIME_IN
 from ._types import FLOATING, INTEGRAL
@@ -68,7 +81,15 @@ COUNT = "swag_n"
 #: per-field partial columns: "<prefix><field index>"
 NON_NULL, MAX, MIN, SUM, SUM_HI, SUM_LO, ZERO = ("swag_c", "swag_x", "swag_m", "swag_s",
                                                  "swag_h", "swag_l", "swag_z")
+#: an exactly summed floating field (:func:`_scaled`): its counts of +inf and -inf per row
+POS_INF, NEG_INF = "swag_p", "swag_g"
+#: the grouping column of an exactly summed floating field: the row's power-of-two scale q
+SCALE = "swag_q"
 _LOW_MASK = 0xFFFFFFFF
+#: the scales of an exactly summed floating field's rows are multiples of this many bits
+#: (:func:`_scaled`): at most 9 more bits than a double's 53, so ``m`` fits a ``long`` and
+#: each half summed stays far from overflow (``m >> 32`` below ``2**30``)
+_SCALE_STEP = 10
 
 
 @dataclass(frozen=True)
@@ -88,6 +109,8 @@ class SliceField:
     #: the first output reading the field, and its fn (for error messages)
     output: str
     fn: str
+    #: a floating column whose sum the outputs need: summed exactly (:func:`_scaled`)
+    exact: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,7 +132,8 @@ class SlicePlan:
         partials."""
         t = F.col(TIME_IN)
         start = (t - F.pmod(t - F.lit(self.base), F.lit(self.width))).alias(TIME_IN)
-        return prepared.groupBy(*group_cols, start).agg(*self.partials(has_order))
+        scale = [_scaled(self._value(f))[0].alias(SCALE) for f in self.fields if f.exact]
+        return prepared.groupBy(*group_cols, start, *scale).agg(*self.partials(has_order))
 
     def stream_frame(self, prepared: DataFrame, key_cols: Sequence[str], event_time: str,
                      has_order: bool) -> DataFrame:
@@ -146,23 +170,35 @@ class SlicePlan:
         else:
             order = t
         for i, f in enumerate(self.fields):
-            c = F.col(f.column)
-            if self.skip and f.floating:  # NaN is missing, as null is
-                c = F.when(~F.isnan(c), c)
+            c = self._value(f)
             aggs.append(F.count(c).alias(f"{NON_NULL}{i}"))
-            if "max" in f.needs or f.floating:  # a float max is NaN iff the slice holds one
-                aggs.append(F.max(c).alias(f"{MAX}{i}"))
+            if "max" in f.needs or (f.floating and not self.skip):
+                aggs.append(F.max(c).alias(f"{MAX}{i}"))  # (a float max is NaN iff a NaN)
             if "min" in f.needs:
                 aggs.append(F.min(c).alias(f"{MIN}{i}"))
-            if f.floating:
+            if f.floating and f.needs & {"max", "min"}:
+                # (min_by of a struct makes Spark's aggregate a sort aggregate: only when a
+                # zero's sign can matter; measured on a mean alone: 5.0 s with it)
                 aggs.append(F.min_by(c, F.when(c == 0, order)).alias(f"{ZERO}{i}"))
             if "sum" in f.needs:
-                if f.wide:
+                if f.exact:
+                    m = _scaled(c)[1]
+                    aggs.append(F.sum(F.shiftright(m, 32)).alias(f"{SUM_HI}{i}"))
+                    aggs.append(F.sum(m.bitwiseAND(F.lit(_LOW_MASK))).alias(f"{SUM_LO}{i}"))
+                    aggs.append(F.count(F.when(c == F.lit(math.inf), 1)).alias(f"{POS_INF}{i}"))
+                    aggs.append(F.count(F.when(c == F.lit(-math.inf), 1)).alias(f"{NEG_INF}{i}"))
+                elif f.wide:
                     aggs.append(F.sum(F.shiftright(c, 32)).alias(f"{SUM_HI}{i}"))
                     aggs.append(F.sum(c.bitwiseAND(F.lit(_LOW_MASK))).alias(f"{SUM_LO}{i}"))
                 else:
                     aggs.append(F.sum(c).alias(f"{SUM}{i}"))
         return aggs
+
+    def _value(self, f: SliceField) -> Column:
+        """The field's values as its partials read them: NaN is missing, as null is, when
+        missing values are skipped."""
+        c = F.col(f.column)
+        return F.when(~F.isnan(c), c) if self.skip and f.floating else c
 
     def events(self, table: Any, key: Any, time_field: str) -> list[tuple[Any, Any]]:
         """The driver's events of one key's slice rows (an Arrow table of :meth:`frame`):
@@ -200,7 +236,15 @@ class SlicePlan:
                     name = partial_field(what, f.name)
                     for value, x in zip(values, extremes):
                         value[name] = x
-            if "sum" in f.needs:
+            if "sum" in f.needs and f.exact:
+                total, mean = partial_field("sum", f.name), partial_field("mean", f.name)
+                for value, h, lo, q, nn, pos, neg in zip(
+                        values, cols[f"{SUM_HI}{i}"], cols[f"{SUM_LO}{i}"], cols[SCALE],
+                        present, cols[f"{POS_INF}{i}"], cols[f"{NEG_INF}{i}"]):
+                    # sum(m) * 2**q in units of 2**-1074 (q >= -1074)
+                    fixed = 0 if h is None else ((h << 32) + lo) << (q + FRACTION_BITS)
+                    value[total] = value[mean] = from_parts(fixed, nn, pos, neg)
+            elif "sum" in f.needs:
                 if f.wide:
                     sums = [None if h is None else (h << 32) + lo
                             for h, lo in zip(cols[f"{SUM_HI}{i}"], cols[f"{SUM_LO}{i}"])]
@@ -239,18 +283,21 @@ class SlicePlan:
 
 def slice_plan(query: Query, value_types: Mapping[str, DataType],
                transport: Mapping[str, str], time_is_string: bool,
-               key_types: Sequence[DataType] | None) -> SlicePlan | str:
+               key_types: Sequence[DataType] | None,
+               floating_sums: bool = False) -> SlicePlan | str:
     """The :class:`SlicePlan` of a batch query, or why it cannot be pre-sliced.
 
     ``value_types``: the Spark types of the value columns; ``transport``: their typed
     transport columns (``swag_v<i>``) in the prepared frame; ``key_types``: the typed key
-    columns' transport types (``None``: the keys travel as JSON text)."""
+    columns' transport types (``None``: the keys travel as JSON text); ``floating_sums``:
+    whether a sum or mean of a floating column may be summed exactly by scale (batch:
+    :meth:`SlicePlan.frame`; streaming's :meth:`SlicePlan.stream_frame` does not)."""
     if time_is_string:
         return "the time column is a string (Spark and the driver parse it differently)"
     if key_types is not None and any(isinstance(t, FLOATING) for t in key_types):
         return ("a key column is floating (Spark's aggregate would turn a -0.0 key into 0.0 "
                 "and merge NaN keys)")
-    rewritten = sliced_query(query)
+    rewritten = sliced_query(query)  # (the windows and fns; run again below with exact fields)
     if isinstance(rewritten, str):
         return rewritten
     # every window is sliding (sliced_query checked), so the grid is defined
@@ -265,19 +312,55 @@ def slice_plan(query: Query, value_types: Mapping[str, DataType],
         dt = value_types.get(field)
         if field not in transport or not isinstance(dt, (*INTEGRAL, *FLOATING)):
             return f"aggregation {a.name!r}: field {field!r} is not numeric"
-        if a.fn in ("sum", "mean") and not isinstance(dt, INTEGRAL):
+        if a.fn in ("sum", "mean") and not isinstance(dt, INTEGRAL) and not floating_sums:
             return (f"aggregation {a.name!r}: {a.fn} of the floating column {field!r} (Spark "
-                    f"sums in another order: not bit-identical)")
+                    f"sums in another order: not bit-identical; only batch sums it exactly)")
         needs.setdefault(field, set()).add("sum" if a.fn == "mean" else a.fn)
         first.setdefault(field, a)
+    exact = {n for n, need in needs.items()
+             if "sum" in need and isinstance(value_types[n], FLOATING)}
+    if len(exact) > 1:
+        return (f"sums of several floating columns ({', '.join(sorted(exact))}): the slices "
+                f"would be grouped by the scale of each")
+    for n, need in needs.items():
+        if exact and n not in exact and isinstance(value_types[n], FLOATING) and \
+                need & {"max", "min"}:
+            return (f"the max/min of the floating column {n!r} beside the exact sum of "
+                    f"{min(exact)!r} (rows of one slice split by scale could tie 0.0 and "
+                    f"-0.0 of {n!r})")
+    rewritten = sliced_query(query, frozenset(exact))
+    assert not isinstance(rewritten, str)
     fields = tuple(
         SliceField(name=n, column=transport[n], needs=frozenset(needs[n]),
                    floating=isinstance(value_types[n], FLOATING),
                    wide=isinstance(value_types[n], LongType), output=first[n].name,
-                   fn=first[n].fn or "")
+                   fn=first[n].fn or "", exact=n in exact)
         for n in sorted(needs))
     return SlicePlan(width=width, base=base, fields=fields, query=rewritten,
                      skip=query.nulls == "skip")
+
+
+def _scaled(c: Column) -> tuple[Column, Column]:
+    """``(q, m)`` with ``c = m * 2**q`` exactly, ``m`` an integer (``long``) below ``2**62`` in
+    magnitude and ``q + 1074`` a multiple of :data:`_SCALE_STEP`, for a finite non-zero
+    double ``c`` (both null otherwise). With ``e = floor(log2 |c|)`` (the logarithm's rounding
+    corrected by comparisons with powers of two: Java's ``Math.pow`` is exact where the power
+    is a double), ``c`` is an integer ``< 2**53`` times ``2**(max(e, -1022) - 52)``; ``q`` is
+    that exponent rounded down to the step (so the values of a slice fall into few rows),
+    hence ``|m| < 2**(53 + step - 1)``; ``c / 2**q`` is an integer-valued double (division by
+    a power of two is exact when the quotient is representable) and its cast to ``long``
+    exact. Checked against exact rationals for every power of two, its neighbours,
+    subnormals and random bit patterns (``tests/spark/test_presliced.py``)."""
+    a = F.abs(c)
+    two = F.lit(2.0)
+    e0 = F.floor(F.log2(a)).cast("int")
+    e = (e0 - F.when(a < F.pow(two, e0), 1).otherwise(0)
+         + F.when(a >= F.pow(two, e0 + 1), 1).otherwise(0))
+    finite = (c != 0) & (a < F.lit(math.inf))  # (Spark orders NaN above +inf)
+    units = F.greatest(e, F.lit(-1022)) - 52 + 1074  # >= 0
+    q = F.when(finite, units - F.pmod(units, F.lit(_SCALE_STEP)) - 1074)
+    m = F.when(finite, (c / F.pow(two, q)).cast("long"))
+    return q, m
 
 
 __all__ = ["SlicePlan", "slice_plan"]

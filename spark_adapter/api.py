@@ -246,7 +246,8 @@ def _slices(presliced: bool | None, query: Query, columns: Mapping[str, DataType
         found = blocked
     elif typed is not None:  # batch: the typed transport columns
         transport = {name: f"{VALUE_IN}{i}" for i, (name, _) in enumerate(typed.values)}
-        found = slice_plan(query, value_types, transport, time_is_string, typed.keys)
+        found = slice_plan(query, value_types, transport, time_is_string, typed.keys,
+                           floating_sums=True)
     else:  # streaming: the stage-1 frame of _sliced_stream names its columns the same way
         transport = {name: f"{VALUE_IN}{i}" for i, name in enumerate(value_types)}
         found = slice_plan(query, value_types, transport, time_is_string,

@@ -149,6 +149,15 @@ def from_sum(total: Any, count: int) -> int:
     return (fixed(float(total)) << COUNTERS) + count * ONE_FLOAT
 
 
+def from_parts(fixed_sum: int, floats: int, pos_inf: int = 0, neg_inf: int = 0) -> int:
+    """The partial of ``floats`` float values, ``pos_inf`` of them ``+inf`` and ``neg_inf``
+    ``-inf``, whose finite ones sum exactly to ``fixed_sum`` units of ``2**-1074`` (an
+    engine's per-slice sum of a float column decomposed exactly into integers): the sum of
+    their :func:`lift_float`."""
+    finite = floats - pos_inf - neg_inf
+    return (fixed_sum << COUNTERS) + finite * ONE_FLOAT + pos_inf * POS_INF + neg_inf * NEG_INF
+
+
 # ----------------------------------------------------------------------- moments
 # Variance partial: Q * 2**(_S_BITS + 128) + S * 2**128 + n_inf * 2**64 + n, with
 # S = sum of x (units 2**-1074, signed) and Q = sum of x*x (units 2**-2148): linear in
@@ -211,6 +220,6 @@ def sqrt_ratio(num: int, den: int) -> float:
 
 __all__ = [
     "COUNTERS", "FRACTION_BITS", "NEG_INF", "ONE_FLOAT", "ONE_VALUE", "POS_INF", "fields",
-    "fixed", "from_sum", "lift_float", "lift_int", "lift_moments", "mean_value", "moments",
-    "ratio_to_float", "sqrt_ratio", "sum_floats", "sum_value", "variance_ratio",
+    "fixed", "from_parts", "from_sum", "lift_float", "lift_int", "lift_moments", "mean_value",
+    "moments", "ratio_to_float", "sqrt_ratio", "sum_floats", "sum_value", "variance_ratio",
 ]

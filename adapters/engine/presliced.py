@@ -10,7 +10,10 @@ holds the partials named by :func:`partial_field`:
 * ``partial_field("count", None)``: the slice's event count (``count(*)``);
 * ``partial_field("max" | "min" | "sum", field)``: the slice's max, min or sum of ``field``;
 * ``partial_field("mean", field)``: the pair ``(sum of field, count of its values)``; the sum
-  must be exact (an ``int``, or a float the engine added exactly).
+  must be exact (an ``int``, or a float the engine added exactly);
+* for a field of ``exact_fields`` (:func:`sliced_query`), ``sum`` and ``mean`` partials are
+  instead the output's own exact partial (:mod:`swag_core.exact`), which an engine builds from
+  integers when it cannot add the field's floats exactly.
 
 With ``nulls="skip"`` (:attr:`adapters.Query.nulls`) the partials leave missing values out
 (a slice without a value of the field: ``None`` for max, min and sum, ``(0, 0)`` for mean),
@@ -62,11 +65,14 @@ def _mean_partial(pair: tuple[Any, int]) -> int:
     return from_sum(pair[0], pair[1])
 
 
-def _over_partials(spec: AggSpec) -> Any:
+def _over_partials(spec: AggSpec, exact_fields: frozenset[str]) -> Any:
     """The aggregation spec combining the slice partials of one output (same output name)."""
     if spec.fn == "count":
         return {"fn": "sum", "field": partial_field("count", None)}
     field = partial_field(spec.fn or "", spec.field)
+    if spec.fn in ("sum", "mean") and spec.field in exact_fields:
+        # the slice's value is the output's own exact partial: combined and lowered as is
+        return (field, lifted_aggregation((spec,)))
     if spec.fn == "mean":
         # Mean's own combine and lower over its exact partials of the (sum, count) pairs
         agg = lifted_aggregation((spec,))
@@ -76,10 +82,13 @@ def _over_partials(spec: AggSpec) -> Any:
     return {"fn": spec.fn, "field": field}
 
 
-def sliced_query(query: Query) -> Query | str:
+def sliced_query(query: Query, exact_fields: frozenset[str] = frozenset()) -> Query | str:
     """The query the driver runs over slice events (same windows, lateness, algorithm and
     output names), or why ``query``'s windows or aggregations cannot run over slice
-    partials (see the module docstring)."""
+    partials (see the module docstring). ``exact_fields``: the fields whose ``sum`` and
+    ``mean`` partials are not a sum and a ``(sum, count)`` pair but the output's own exact
+    partial (:func:`swag_core.exact.from_parts`; the identity for a slice without values),
+    as an engine builds for a float column whose values it cannot add exactly itself."""
     sliding = [w for w in query.windows if isinstance(w, SlidingWindow)]
     if len(sliding) < len(query.windows):
         return "a window spec is not sliding or tumbling"
@@ -91,7 +100,7 @@ def sliced_query(query: Query) -> Query | str:
                 a.fn == "count" and a.field is not None):  # count of a field: no partial
             return f"aggregation {a.name!r} is not count, max, min, sum or mean of a field"
     return Query.build(list(query.windows),
-                       {a.name: _over_partials(a) for a in query.aggregations},
+                       {a.name: _over_partials(a, exact_fields) for a in query.aggregations},
                        query.allowed_lateness, query.algorithm, query.nulls)
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from swag_core.aggregations import GeometricMean, Mean, StdDev, Sum, Variance
 from swag_core.errors import InvalidValueError
-from swag_core.exact import fields, lift_float, sqrt_ratio, sum_floats
+from swag_core.exact import FRACTION_BITS, fields, from_parts, lift_float, sqrt_ratio, sum_floats
 
 ADVERSARIAL = [1e16, -1e16, 1.0, 0.1, -0.3, 5e-324, -5e-324, -0.0, 0.0, 1e308, -1e308,
                2.0**-1022, 1.7976931348623157e308, 3.0, 2.0**-60]
@@ -121,6 +121,17 @@ def test_the_classic_cancellation() -> None:
 @given(st.lists(finite, max_size=40))
 def test_sum_floats_is_the_sum_of_lifts(xs: list[float]) -> None:
     assert sum_floats(xs) == sum(map(lift_float, xs))
+
+
+@given(st.lists(st.one_of(finite, st.sampled_from([math.inf, -math.inf])), max_size=40))
+def test_from_parts_is_the_sum_of_lifts(xs: list[float]) -> None:
+    """An engine's exact integer sum of the finite values (units of 2**-1074) and its counts
+    give the partial the lifts give."""
+    finite_xs = [x for x in xs if math.isfinite(x)]
+    fixed_sum = sum(Fraction(x) for x in finite_xs) * 2**FRACTION_BITS
+    assert fixed_sum.denominator == 1
+    assert from_parts(int(fixed_sum), len(xs), xs.count(math.inf), xs.count(-math.inf)) == \
+        sum(map(lift_float, xs))
 
 
 def test_sum_floats_falls_back_past_the_double_range() -> None:

@@ -6,13 +6,17 @@ the same way on both."""
 from __future__ import annotations
 
 import datetime
+import math
 import random
+import struct
+from fractions import Fraction
 
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_adapter import count_window, over, sliding, sliding_aggregate, tumbling
+from spark_adapter._presliced import _scaled
 
 T0 = datetime.datetime(2024, 3, 1, 10, 0, 0)
 
@@ -21,6 +25,14 @@ INT_AGGS = {"n": {"fn": "count"}, "top": {"fn": "max", "field": "v"},
             "avg": {"fn": "mean", "field": "i"}, "avg_v": {"fn": "mean", "field": "v"}}
 FLOAT_AGGS = {"n": {"fn": "count"}, "hi": {"fn": "max", "field": "x"},
               "lo": {"fn": "min", "field": "x"}, "s": {"fn": "sum", "field": "i"}}
+FLOAT_SUMS = {"n": {"fn": "count"}, "sx": {"fn": "sum", "field": "x"},
+              "ax": {"fn": "mean", "field": "x"}, "hi": {"fn": "max", "field": "x"},
+              "lo": {"fn": "min", "field": "x"}, "top": {"fn": "max", "field": "v"}}
+#: doubles where an exact sum differs from any floating one, and the ends of the range
+EXTREMES = [0.0, -0.0, 5e-324, -5e-324, 2.0**-1022, math.nextafter(2.0**-1022, 0),
+            1.7976931348623157e308, 1.7976931348623157e308, -1.7976931348623157e308, 0.1,
+            1e-300, 1e300, 2.0**53, 1.0, math.nextafter(1.0, 2), math.nextafter(1.0, 0),
+            float("inf"), float("-inf"), float("nan"), None]
 
 
 def _presliced(out: DataFrame) -> bool:
@@ -138,6 +150,65 @@ def test_float_max_min_keep_the_oldest_zero(events):
     assert any("-0.0" in r for r in got) and any(", 0.0" in r for r in got)
 
 
+def test_float_sums_and_means_exact(events):
+    """A sum and a mean of a double column pre-sliced (split into integers by scale) are the
+    event path's bit for bit: zeros of both signs, infinities of both signs in one slice
+    (NaN), with the column's max/min (the oldest zero) beside them."""
+    got = _same_both_ways(events.withColumn("ms", F.col("ms") - F.col("ms") % 7), key="city",
+                          time="ms", window=[tumbling(2_000), sliding(9_000, 3_000)],
+                          aggregations=FLOAT_SUMS, order_by="seq")
+    assert any("nan" in r for r in got) and any("inf" in r for r in got)
+
+
+@pytest.mark.parametrize("nulls", ["skip", "error"])
+def test_float_sums_of_extreme_values_exact(spark, nulls):
+    """Subnormals, the largest doubles (whose sum overflows a double but not the exact
+    partial), neighbours of powers of two, and floats no floating sum adds exactly; NaN and
+    null are missing values (skip) or fail on both paths (error)."""
+    rng = random.Random(5)
+    rows = []
+    for seq in range(400):
+        x = rng.choice(EXTREMES) if rng.random() < 0.6 else \
+            rng.uniform(-1, 1) * 10.0 ** rng.randrange(-300, 300)
+        rows.append((rng.choice("ab"), rng.randrange(0, 20_000), x, seq))
+    df = spark.createDataFrame(rows, "k string, t long, x double, seq long")
+    kwargs = dict(key="k", time="t", window=[tumbling(1_000), sliding(3_000, 1_000)],
+                  aggregations={"s": {"fn": "sum", "field": "x"},
+                                "m": {"fn": "mean", "field": "x"}}, order_by="seq")
+    if nulls == "error":
+        _error_both_ways(df, r"(?s)BadEventError.*field 'x' = (None|nan)", nulls="error",
+                         **kwargs)
+        finite = df.where("x is not null and not isnan(x)")
+        _same_both_ways(finite, nulls="error", **kwargs)
+    else:
+        got = _same_both_ways(df, **kwargs)
+        assert any("1.7976931348623157e+308" in r for r in got)
+
+
+def test_scaled_splits_every_double_exactly(spark):
+    """``_scaled``: x = m * 2**q with integers |m| < 2**62 and q on its grid for every power
+    of two, its neighbours, subnormals and random bit patterns; null for zeros, infinities,
+    NaN and null."""
+    rng = random.Random(1)
+    xs = [5e-324, 1.7976931348623157e308, 0.1, -0.1, 2.0**53 + 2]
+    for e in range(-1074, 1024):
+        p = 2.0 ** e
+        xs += [p, -math.nextafter(p, 0), math.nextafter(p, math.inf)]
+    xs = [x for x in xs if x != 0]  # (the neighbour of 2**-1074 towards 0)
+    while len(xs) < 10_000:
+        x = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+        if math.isfinite(x) and x != 0:
+            xs.append(x)
+    others = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), None]
+    df = spark.createDataFrame([(x,) for x in xs + others], "x double")
+    q, m = _scaled(F.col("x"))
+    got = df.select("x", q.alias("q"), m.alias("m")).collect()
+    for r in got[:len(xs)]:
+        assert abs(r.m) < 2**62 and (r.q + 1074) % 10 == 0, r
+        assert Fraction(r.m) * Fraction(2) ** r.q == Fraction(r.x), r
+    assert all(r.q is None and r.m is None for r in got[len(xs):])
+
+
 def test_late_rows_include_and_return(events):
     kwargs = dict(key="city", time="ts", window=sliding(10_000, 5_000),
                   aggregations={"n": {"fn": "count"}, "top": {"fn": "max", "field": "i"}})
@@ -160,7 +231,8 @@ def test_randomized_queries_against_the_event_path(spark):
         if rng.random() < 0.5:
             specs.append(tumbling(slide * 2, offset=slide))
         fns = rng.sample([("count", None), ("max", "v"), ("min", "v"), ("sum", "v"),
-                          ("mean", "v"), ("max", "x"), ("min", "x")], 4)
+                          ("mean", "v"), ("max", "x"), ("min", "x"), ("sum", "x"),
+                          ("mean", "x")], 4)
         aggs = {f"a{j}": ({"fn": fn} if f is None else {"fn": fn, "field": f})
                 for j, (fn, f) in enumerate(fns)}
         _same_both_ways(df, key="k", time="t", window=specs, aggregations=aggs)
@@ -179,16 +251,19 @@ def test_keys_spread_over_several_partitions(events):
 
 # ----------------------------------------------------------------------------- eligibility
 @pytest.mark.parametrize("case", [
-    dict(window=tumbling(10_000), aggregations={"m": {"fn": "mean", "field": "x"}}),
-    dict(window=tumbling(10_000), aggregations={"s": {"fn": "sum", "field": "x"}}),
+    dict(window=tumbling(10_000), aggregations={"m": {"fn": "mean", "field": "x"},
+                                                "s": {"fn": "sum", "field": "y"}}),
+    dict(window=tumbling(10_000), aggregations={"s": {"fn": "sum", "field": "x"},
+                                                "m": {"fn": "max", "field": "y"}}),
     dict(window=over(10_000), aggregations={"n": {"fn": "count"}}),
     dict(window=count_window(5), aggregations={"n": {"fn": "count"}}),
     dict(window=sliding(10, 3), aggregations={"n": {"fn": "count"}}),  # slices of 1 ms
     dict(window=tumbling(10_000), aggregations={"n": {"fn": "count", "field": "v"}}),
     dict(window=tumbling(10_000), aggregations={"f": {"fn": "first", "field": "v"}}),
-], ids=["float-mean", "float-sum", "over", "count-window", "1ms-slices", "count-field",
-        "first"])
+], ids=["two-float-sums", "float-max-beside-float-sum", "over", "count-window", "1ms-slices",
+        "count-field", "first"])
 def test_ineligible_queries_keep_the_event_path(events, case):
+    events = events.withColumn("y", F.col("i") / 4)
     out = sliding_aggregate(events, key="city", time="ms", **case)
     assert not _presliced(out)
     with pytest.raises(ValueError, match="cannot be pre-sliced"):
