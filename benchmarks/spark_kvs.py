@@ -95,7 +95,7 @@ def one_run(data: str, tmp: str, n: int, layout: str) -> dict[str, Any]:
     sampler.start()
     out = os.path.join(tmp, f"out_{n}_{layout}")
     try:
-        wall, _, batches = timed_query(result, out, out + "_ckpt")
+        wall, _, batches, _ = timed_query(result, out, out + "_ckpt")
     finally:
         stop.set()
         sampler.join()
