@@ -14,7 +14,9 @@ trigger, append mode, into a Parquet file sink. R = 1 hour and S = 1 h, 10 min, 
 Spark's planning and the Python workers' start-up: what a user waits for); both sides
 alternate per cell. The two outputs are then read back and compared row by row (keys,
 window bounds, counts and maxima equal; means within 1e-9 relative: Spark's ``avg`` sums
-doubles left to right while swag's mean is exactly rounded).
+doubles left to right while swag's mean is exactly rounded). The *floor* (:func:`floor`,
+once per workload) is swag's streaming layout with a processor that does nothing: what any
+design on Spark's Python stateful operator pays before its own work.
 
 Run: ``.venvs/spark/bin/python -m benchmarks spark_streaming`` (``--quick``: 10^5 events),
 or ``.venvs/spark/bin/python -m benchmarks.spark_streaming [--events N] [--slides 1h,1m]
@@ -434,6 +436,8 @@ def markdown(payload: dict[str, Any]) -> str:
 
 def _floor_text(results: list[dict[str, Any]]) -> str:
     """What the floor rows say (the k = 1 cells: the floor is measured once per workload)."""
+    from spark_adapter.api import KEY_BUCKETS
+
     cells = [r for r in results if "floor_eps" in r and r.get("native_eps")]
     ratios = ", ".join(f"{r['floor_eps'] / r['native_eps']:.2f}x ({r['workload']})"
                        for r in cells)
@@ -445,9 +449,10 @@ def _floor_text(results: list[dict[str, Any]]) -> str:
     return (f"**Floor** (`--sides floor`, `benchmarks/spark_streaming.py` `floor`): swag's "
             f"streaming layout with nothing inside, in the same run: the watermark, the key's "
             f"JSON text, the bucket column, the packing `mapInArrow` and "
-            f"`transformWithStateInPandas` over the {cells[0]['keys']} keys' buckets with the "
-            f"bucket layout's two state variables, but a processor that reads its rows and "
-            f"returns nothing (no driver, no state read or write, no timer, no output stage). "
+            f"`transformWithStateInPandas` over the {KEY_BUCKETS} buckets of the "
+            f"{cells[0]['keys']} keys with the bucket layout's two state variables, but a "
+            f"processor that reads its rows and returns nothing (no driver, no state read or "
+            f"write, no timer, no output stage). "
             f"It does not depend on the slide, so it runs once per workload. It reaches "
             f"{ratios} of Spark's own query's events/s at k = 1: at this micro-batch size, "
             f"Spark 4.3's Python stateful operator alone costs about as much as Spark's whole "
