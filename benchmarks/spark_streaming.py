@@ -301,6 +301,10 @@ def plot(results: list[dict[str, Any]], path: str) -> None:
         ax.plot(ks, [r["native_eps"] for r in rs], "o-",
                 label="Spark streaming groupBy(window(ts, R, S))")
         ax.plot(ks, [r["swag_eps"] for r in rs], "s-", label="swag sliding_aggregate")
+        floors = [r["floor_eps"] for r in rs if "floor_eps" in r]
+        if floors:  # measured once per workload: it does not depend on k
+            ax.axhline(floors[0], color="grey", linestyle="--",
+                       label="floor: swag's layout, no-op processor")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xticks(ks)
