@@ -123,17 +123,21 @@ def floor(df: Any, workload: str) -> Any:
     stateful operator, per micro-batch and partition."""
     from pyspark.sql import functions as F
 
+    from spark_adapter import api
     from spark_adapter._buckets import BUCKET_IN
     from spark_adapter._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer
-    from spark_adapter.api import KEY_BUCKETS
+    from spark_adapter._runtime import KEY_IN, TIME_IN, VALUE_IN
 
+    # the adapter's own column builders, so the floor follows any change of its layout
+    types = api._columns(df)
     value = "v" if workload == "a" else "x"
     prepared = (df.withWatermark("ts", WATERMARK)
-                .select(F.unix_millis("ts").alias("swag_t"),
-                        F.to_json(F.struct("key")).alias("swag_k"),
-                        F.col(value).alias("swag_v0"))
-                .withColumn(BUCKET_IN, F.pmod(F.hash("swag_k"), F.lit(KEY_BUCKETS))))
-    packed = prepared.mapInArrow(make_packer(BUCKET_IN, False), PACKED_IN_SCHEMA)
+                .select(api._time_ms(F.col("ts"), types["ts"], "ts")[0].alias(TIME_IN),
+                        api._json_struct(["key"], types).alias(KEY_IN),
+                        F.col(value).alias(f"{VALUE_IN}0"))
+                .withColumn(BUCKET_IN, api.bucket_column(api.KEY_BUCKETS)))
+    packed = prepared.mapInArrow(make_packer(BUCKET_IN, api._large_var_types(df)),
+                                 PACKED_IN_SCHEMA)
     return packed.groupBy(BUCKET_IN).transformWithStateInPandas(
         statefulProcessor=_noop_processor(), outputStructType=PACKED_OUT_SCHEMA,
         outputMode="Append", timeMode="EventTime")

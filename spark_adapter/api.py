@@ -550,6 +550,12 @@ def _watermarked(df: DataFrame, time: str, time_type: DataType,
                            f"time column; {time!r} is a string column")
 
 
+def bucket_column(key_buckets: int) -> Column:
+    """The streaming bucket of each row: a hash of its key's JSON text (``swag_k``, the
+    key's identity in the state), modulo ``key_buckets``."""
+    return F.pmod(F.hash(F.col(KEY_IN)), F.lit(key_buckets))
+
+
 def _run(df: DataFrame, call: _Call, time: str, time_type: DataType, watermark: str | None,
          order_by: str | None, key_buckets: int | None) -> DataFrame:
     """The Python side's wide output (one row per window row, per-event row or late
@@ -567,9 +573,7 @@ def _run(df: DataFrame, call: _Call, time: str, time_type: DataType, watermark: 
         prepared = source.select(*prepared_cols)
     packed = df.isStreaming and plan.typed is not None
     if df.isStreaming and key_buckets is not None:
-        # the bucket of a key: a hash of its JSON text, the key's identity in the state
-        prepared = prepared.withColumn(
-            BUCKET_IN, F.pmod(F.hash(F.col(KEY_IN)), F.lit(key_buckets)))
+        prepared = prepared.withColumn(BUCKET_IN, bucket_column(key_buckets))
         group_cols = [BUCKET_IN]
         if packed:  # one row per bucket and Arrow batch (spark_adapter._packed)
             prepared = prepared.mapInArrow(make_packer(BUCKET_IN, _large_var_types(df)),
