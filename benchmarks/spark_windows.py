@@ -39,12 +39,14 @@ SPAN_MS = 6 * 3_600_000
 START_MS = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
 
 
-def make_data(spark: Any, events: int, keys: int, seed: int = 42) -> Any:
+def make_data(spark: Any, events: int, keys: int, seed: int = 42,
+              span_ms: int = SPAN_MS) -> Any:
+    """``events`` events of ``keys`` keys, times uniform over ``span_ms``, integer values."""
     import numpy as np
     import pandas as pd
 
     rng = np.random.default_rng(seed)
-    t = START_MS + rng.integers(0, SPAN_MS, size=events)
+    t = START_MS + rng.integers(0, span_ms, size=events)
     pdf = pd.DataFrame({
         "key": pd.Series(rng.integers(0, keys, size=events)).map(lambda k: f"k{k:03d}"),
         "ts": pd.to_datetime(t, unit="ms", utc=True),
