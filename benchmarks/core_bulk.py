@@ -1,4 +1,4 @@
-"""Issue 3 benchmark, the FiBA paper's experiments at Python scale: bulk eviction and
+"""The FiBA paper's experiments at Python scale: bulk eviction and
 out-of-order bulk insertion on a 2^20-entry window, in-order rounds of the tree structures
 next to ``two_stacks_lite``, and bytes per entry of every structure."""
 
@@ -175,7 +175,7 @@ def markdown(payload: dict[str, Any]) -> str:
                      [[f"`{r['algorithm']}`", f"{r['bytes_per_entry']:.0f}"] for r in mem]))
     _plot(payload, IMAGES / "core_bulk.png")
     out.append("![bulk evict and bulk insert](img/core_bulk.png)\n")
-    out.append("### Goals (issue 3)\n")
+    out.append("### Goals\n")
     big_m = max(ms) if ms else 0
     base = by.get(("two_stacks_lite one-by-one", big_m))
     for s in ("fiba(4)", "amta"):

@@ -1,4 +1,4 @@
-"""Issue 2 benchmark: ns per round (evict + insert + query) for every algorithm, four
+"""ns per round (evict + insert + query) for every algorithm, four
 aggregations of rising cost, windows of 2^4 .. 2^20 entries; round latency percentiles at
 2^14 (the DABA paper's Figure 18 at Python scale)."""
 
@@ -135,7 +135,7 @@ def markdown(payload: dict[str, Any]) -> str:
     out.append(table(["algorithm", "p50", "p99", "p99.9", "max"],
                      [[f"`{r['algorithm']}`", f"{r['p50']:.0f}", f"{r['p99']:.0f}",
                        f"{r['p99.9']:.0f}", f"{r['max']:.0f}"] for r in lat]))
-    out.append("### Goals (issue 2)\n")
+    out.append("### Goals\n")
     big = max(sizes)
     tsl_all = [by[("Sum", "two_stacks_lite", n)] for n in sizes
                if ("Sum", "two_stacks_lite", n) in by]

@@ -236,8 +236,8 @@ def markdown(payload: dict[str, Any]) -> str:
     from benchmarks.report import goal, machine_line, table
 
     one = payload["one_key"]
-    out = ["## KVS layout: per-event windows with the structure in the key's map state "
-           "(issue 17)\n", machine_line(payload),
+    out = ["## KVS layout: per-event windows with the structure in the key's map state\n",
+           machine_line(payload),
            f"Clock: {payload['clock']}; memory: {payload['memory']}; state: "
            f"{payload['state']}. Every configuration in its own process, the two layouts "
            f"alternating in one run (`python -m benchmarks.kvs_layout`; "

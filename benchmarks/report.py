@@ -18,8 +18,8 @@ HEADER = """# Benchmarks
 
 Produced by `make bench` (`python -m benchmarks`; engine suites run in their own
 environments, see each section). Raw results: `benchmarks/results/*.json`. Numbers are
-medians; each section names the machine and versions it ran on. Goals come from the issues;
-each is evaluated from the stored numbers by the suite's report code, not written by hand.
+medians; each section names the machine and versions it ran on. Each goal is evaluated
+from the stored numbers by the suite's report code, not written by hand.
 """
 
 
@@ -27,7 +27,7 @@ def machine_line(payload: dict) -> str:
     m = payload.get("machine", {})
     return (f"_Machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores; "
             f"{m.get('implementation', 'Python')} {m.get('python', '?')}; "
-            f"{m.get('os', '?')}; commit {m.get('commit', '?')}; {m.get('date', '?')}; "
+            f"{m.get('os', '?')}; {m.get('date', '?')}; "
             f"load average {m.get('load_average_1min', '?')}; clock: {m.get('clock', 'wall')}._\n")
 
 

@@ -1,4 +1,4 @@
-"""The KVS layout through Spark streaming (issue 17, 2 (a)): one key, an OVER window of ``n``
+"""The KVS layout through Spark streaming: one key, an OVER window of ``n``
 events with ``max``, ``layout="kvs"`` against ``layout="memory"`` (``key_buckets=None``, the
 per-key processor whose ``MapState`` ``swag_pairs`` holds the pairs, ``docs/spark.md``).
 
@@ -156,7 +156,7 @@ def markdown(payload: dict[str, Any]) -> str:
     from benchmarks.report import machine_line
 
     results = payload["results"]
-    out = ["### The KVS layout through Spark streaming (issue 17, 2 (a))\n",
+    out = ["### The KVS layout through Spark streaming\n",
            machine_line(payload),
            f"Spark {payload['spark']}, `local[2]`, one shuffle partition. One key, an OVER "
            f"window of n events (`range = n - 1` ms, one event per ms) with max, 2n events "
@@ -170,21 +170,8 @@ def markdown(payload: dict[str, Any]) -> str:
            "RSS (largest `VmHWM` of a Python process below the JVM), which includes the "
            "worker's pyspark, pandas and Arrow and the micro-batch in flight. The machine "
            "was shared with other jobs (load average at each cell in the JSON).\n",
-           table(results, payload.get("per_file")), _reading(results), *_before(), ""]
+           table(results, payload.get("per_file")), _reading(results), ""]
     return "\n".join(out) + "\n"
-
-
-def _before() -> list[str]:
-    """The run before pages (``spark_kvs_v3_pairs.json``: pair format 3, one pair per
-    ``MapState`` element), if kept."""
-    before = common.load("spark_kvs_v3_pairs")
-    if before is None:
-        return []
-    m = before["machine"]
-    return [f"Before pages (pair format 3: one pair per `MapState` element; commit "
-            f"{m['commit']}, {m['date']}, {m['cpu']}, load average {m['load_average_1min']}; "
-            f"2n events in {before['files']} files, so the micro-batch grew with n; "
-            f"`benchmarks/results/spark_kvs_v3_pairs.json`):\n", table(before["results"])]
 
 
 def _reading(results: list[dict[str, Any]]) -> str:

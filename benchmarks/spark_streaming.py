@@ -396,7 +396,6 @@ def sliced_table(results: list[dict[str, Any]]) -> str:
 
 def markdown(payload: dict[str, Any]) -> str:
     """The ``docs/benchmarks.md`` section (called by ``benchmarks/report.py``)."""
-    from benchmarks.common import load
     from benchmarks.report import machine_line
 
     results = payload["results"]
@@ -404,11 +403,9 @@ def markdown(payload: dict[str, Any]) -> str:
         return ""
     r0 = results[0]
     lines = [
-        "## Spark Structured Streaming: swag vs streaming `groupBy(window(ts, R, S))` "
-        "(issue 14)\n",
+        "## Spark Structured Streaming: swag vs streaming `groupBy(window(ts, R, S))`\n",
         machine_line(payload) + f"_PySpark {payload.get('spark', '?')}, local[2], 4 shuffle "
-        f"partitions (state store partitions), RocksDB state store; load average "
-        f"{payload.get('load_average_at_start', '?')} when it started (a shared machine)._\n",
+        f"partitions (state store partitions), RocksDB state store._\n",
         f"{r0['events']:,} events, {r0['keys']} keys, event times over 10^4 s "
         f"({r0['events'] / r0['keys'] / 1e4:g} events per second per key), in "
         f"{r0['files']} Parquet files read {r0['files_per_trigger']} per "
@@ -428,16 +425,7 @@ def markdown(payload: dict[str, Any]) -> str:
         lines += ["Streaming pre-slicing (`presliced=True`, `docs/spark.md`), the third query "
                   "of each cell (workload (a) only: a mean of a double column cannot be "
                   "pre-sliced):\n", sliced_table(results)]
-    before = load("spark_streaming_before")
-    if before is not None and before.get("results"):
-        lines.append(f"Layout 1 (one key per Python call, `key_buckets=None`: the streaming "
-                     f"path before issue 14), same benchmark in a separate run (commit "
-                     f"{before['machine'].get('commit', '?')}, "
-                     f"{before['results'][0]['events']:,} events, load average "
-                     f"{before.get('load_average_at_start', '?')} at its start):\n")
-        lines.append(table(before["results"]))
     lines += _where_time_goes(results)
-    lines += _other_runs()
     lines += _goals(results)
     return "\n".join(lines) + "\n"
 
@@ -495,85 +483,14 @@ def _where_time_goes(results: list[dict[str, Any]]) -> list[str]:
             f"commits) and the Python workers {span([r['swag_cpu_python_s'] for r in small])}."
             f" The Python side rebuilds keys whose cached structures are stale (Spark hands "
             f"a bucket's task to either of the two Python workers, so about half of the "
-            f"calls find the other worker's copy stale); since commit 28b8dbe the cross-key "
-            f"runtime rebuilds them from the log in arrays instead of replaying each event "
-            f"in Python, and since f57c19b the workers run that runtime at all (before, the "
-            f"query's field readers lost their kernel mark when Spark pickled the query, and "
-            f"every bucket ran the per-key path). What is left is mostly the JVM's: the "
+            f"calls find the other worker's copy stale); the cross-key runtime rebuilds "
+            f"them from the log in arrays. What is left is mostly the JVM's: the "
             f"per-micro-batch pipeline around the Python stages costs about what Spark's "
             f"whole query costs.\n"]
 
 
-def _run_line(payload: dict[str, Any], name: str, args: str) -> str:
-    m = payload["machine"]
-    return (f"(commit {m.get('commit', '?')}, {m.get('date', '?')}, load average "
-            f"{payload.get('load_average_at_start', '?')} at the start; "
-            f"`benchmarks/results/{name}.json`, run: `python -m benchmarks.spark_streaming "
-            f"{args} --out {name}`)")
 
 
-def _layout_cells(payload: dict[str, Any]) -> list[Any]:
-    by_k = {r["k"]: r for r in payload["results"]}
-    return [f"{by_k[k]['swag_eps']:,}" if k in by_k else "?" for k in (1, 360)] + \
-        [cpu_cell(by_k[k], "swag") if k in by_k else "?" for k in (1, 360)]
-
-
-def _load_span(payload: dict[str, Any] | None) -> str:
-    """The range of a run's per-cell load averages."""
-    loads = [r["load_average"] for r in (payload or {}).get("results", [])
-             if "load_average" in r]
-    return f"{min(loads)}-{max(loads)}" if loads else "?"
-
-
-def _other_runs() -> list[str]:
-    """The recorded runs next to the main one: the two streaming layouts (swag only), the
-    per-event path on an idle machine, and the issue's size (10^6 events)."""
-    from benchmarks import report
-    from benchmarks.common import load
-
-    lines = []
-    buckets = load("spark_streaming_buckets_at_head")
-    per_key = load("spark_streaming_per_key_at_head")
-    if buckets and per_key:
-        lines += [
-            "The two streaming layouts, swag only, workload (a) (two aggregations, which the "
-            "NumPy cross-key runtime did not cover then, so inside a bucket the driver ran its "
-            "per-key code for each key: what differs is the number of state and timer calls), "
-            "alternating " + _run_line(buckets, "spark_streaming_buckets_at_head",
-                                       "--sides swag --workloads a") + ":\n",
-            report.table(["layout", "k = 1 events/s", "k = 360 events/s",
-                          "k = 1 CPU s (JVM + Python)", "k = 360 CPU s"],
-                         [["key buckets (`key_buckets=16`, default)", *_layout_cells(buckets)],
-                          ["per key (`key_buckets=None`)", *_layout_cells(per_key)]]),
-            "Wall time swings with the load; the CPU columns do not.\n"]
-    before = load("spark_streaming_per_key_workers")
-    if before:
-        lines += ["Before this session's fixes (the Python workers ran every bucket through "
-                  "the per-key path, the query's field readers having lost their kernel mark "
-                  "when Spark pickled the query, and rebuilt each stale key by replaying its "
-                  "log in Python), same benchmark and size " +
-                  _run_line(before, "spark_streaming_per_key_workers", "--events 1000000 "
-                            "--files 100") + "; load average " + _load_span(before) +
-                  " per cell, against " + _load_span(load("spark_streaming")) +
-                  " for the main table: compare CPU seconds as well as events/s:\n",
-                  table(before["results"])]
-    head = load("spark_streaming_head")
-    if head:
-        lines += ["The default path against Spark's own windows on an idle machine " +
-                  _run_line(head, "spark_streaming_head",
-                            "--events 100000 --files 20 --slides 1h,1m,10s") + ":\n",
-                  table(head["results"])]
-    big = load("spark_streaming_1m")
-    if big:
-        lines += ["At the issue's size, 10^6 events (one per second per key), workload (a) " +
-                  _run_line(big, "spark_streaming_1m", "--events 1000000 --files 20 "
-                            "--slides 1h,10s --workloads a --sides native,swag,sliced") + ":\n",
-                  table(big["results"]), sliced_table(big["results"]),
-                  "Slices hold 10 (k = 360) to 3,600 (k = 1) events here: pre-slicing cuts the "
-                  "Python side, but adds a second stateful operator whose shuffle and state "
-                  "commits cost JVM time, so it pays off only when slices hold many events "
-                  "(`docs/spark.md`, streaming pre-slicing).\n"]
-    return lines
 
 
 def _goals(results: list[dict[str, Any]]) -> list[str]:

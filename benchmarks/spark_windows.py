@@ -213,7 +213,7 @@ def markdown(payload: dict[str, Any]) -> str:
     results = payload["results"]
     by_k = {r["k"]: r for r in results}
     lines = [
-        "## Spark: swag vs `groupBy(window(ts, R, S))` (issue 5)\n",
+        "## Spark: swag vs `groupBy(window(ts, R, S))`\n",
         machine_line(payload) + f"_PySpark {payload.get('spark', '?')}, local[2], 4 shuffle "
         f"partitions, batch mode; load average {payload.get('load_average_at_start', '?')} "
         f"when it started (a shared machine)._\n",
