@@ -100,7 +100,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
 from adapters.errors import CodecError, StateError
-from adapters.state.codec import decode_value, encode_value, version_error
+from adapters.state.codec import META_EXTENSION, decode_value, encode_value, version_error
 from swag_core.algorithms.mta_kvs import SLOT_BITS
 
 #: the version of every record of the pair map's format (the only one read and written)
@@ -124,8 +124,9 @@ PACKED_PAIR: Final = 0x10
 PACKED_LOCAL: Final = 0x11
 #: first byte of a pair-write mark (the map's local slot)
 PAIRS_MARK: Final = 0x12
-#: first byte of the metadata's extension that holds the lanes' local parts
-META_LOCALS: Final = 0x13
+#: first byte of the metadata's extension that holds the lanes' local parts (the metadata's
+#: owner, :mod:`adapters.state.codec`, reserves it)
+META_LOCALS: Final = META_EXTENSION[0]
 #: first byte of a page of pairs
 PAIRS_PAGE: Final = 0x14
 _PAGE_HEAD = struct.Struct("<BBH")       # tag, version, count
