@@ -23,7 +23,7 @@ from swag_core.errors import (
     UnknownAlgorithmError,
     UnsupportedQueryError,
 )
-from swag_core.registry import ALGORITHMS, algorithms_for, make_window
+from swag_core.registry import ALGORITHMS, algorithms_for, make_window, range_query_algorithms
 from swag_core.window import Window
 
 __all__ = [
@@ -44,5 +44,6 @@ __all__ = [
     "algorithms_for",
     "make_window",
     "product",
+    "range_query_algorithms",
 ]
 __version__ = "0.1.0"

@@ -1,7 +1,8 @@
-"""``ALGORITHMS`` (name -> window class) and ``make_window``.
+"""``ALGORITHMS`` (name -> window class), ``make_window`` and the look-ups over them.
 
 Algorithm modules are imported on first use, so ``import swag_core`` stays cheap and an
-engine worker only loads the structures it runs.
+engine worker only loads the structures it runs. Imports go one way: this catalog imports
+the :class:`~swag_core.window.Window` contract, and the contract never the catalog.
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ ALGORITHMS: Mapping[str, type[Window]] = _Algorithms(_TABLE)
 def algorithms_for(aggregation: Aggregation) -> list[str]:
     """Names of the algorithms whose requirements ``aggregation`` meets."""
     return [name for name, cls in ALGORITHMS.items() if cls.mismatch(aggregation) is None]
+
+
+def range_query_algorithms() -> list[str]:
+    """Names of the algorithms that answer ``query_since`` (``range_queries = True``)."""
+    return [name for name, cls in ALGORITHMS.items() if cls.range_queries]
 
 
 def make_window(name: str, aggregation: Aggregation, **options: Any) -> Window:

@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 
 from swag_core.aggregation import Aggregation
 from swag_core.errors import (
+    AlgorithmMismatchError,
     BrokenWindowError,
     EmptyWindowError,
     InvalidTimeError,
@@ -83,7 +84,6 @@ class Window(ABC):
                             f"got {aggregation!r}")
         reason = type(self).mismatch(aggregation)
         if reason is not None:
-            from swag_core.errors import AlgorithmMismatchError
             raise AlgorithmMismatchError(reason)
         self.aggregation = aggregation
         self._combine = aggregation.combine
@@ -228,8 +228,8 @@ class Window(ABC):
         :class:`~swag_core.errors.UnsupportedQueryError`.
         """
         raise UnsupportedQueryError(
-            f"{self.name!r} cannot answer query_since; algorithms that can: "
-            + ", ".join(_range_query_algorithms()))
+            f"{self.name!r} cannot answer query_since; use one with range_queries = True, "
+            f"e.g. 'fiba' or 'flatfat' (swag_core.range_query_algorithms() lists them all)")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.aggregation.name}, {len(self)} entries)"
@@ -328,7 +328,3 @@ def _broken_class(cls: type) -> type:
 def _time_of(pair: tuple[int, Any]) -> int:
     return pair[0]
 
-
-def _range_query_algorithms() -> list[str]:
-    from swag_core.registry import ALGORITHMS
-    return [name for name, cls in ALGORITHMS.items() if cls.range_queries]

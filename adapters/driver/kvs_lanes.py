@@ -36,7 +36,7 @@ from adapters.errors import CodecError, StateError
 from adapters.query.specs import OverWindow, Query
 from adapters.state.backend import KeyState
 from adapters.state.codec import encode_value
-from adapters.state.pairs import LanePairs, different_calls, encode_locals
+from adapters.state.pairs import LanePairs, encode_locals
 from swag_core import Window
 from swag_core.algorithms.mta_kvs import KvsAmta, KvsLogMta, _KvsLayout
 
@@ -119,20 +119,16 @@ class KvsLanes:
         """After a miss: give ``rt``'s eligible lanes their KVS structures (reopened from
         their local parts, or new and empty under ``layout="kvs"``); returns the lanes
         reopened (the others are restored from the log by the caller). ``records``: the
-        local parts the metadata holds (:func:`~adapters.state.pairs.decode_locals`);
-        ``None`` for metadata written before version 3, whose local parts are in the map
-        (one read per lane)."""
+        local parts the metadata holds (:func:`~adapters.state.pairs.decode_locals`;
+        ``None`` for metadata without them: no lane is in the KVS layout yet)."""
         if records and not self.eligible_set.issuperset(records):
             raise StateError(f"key {key!r}: its metadata holds window pairs of lanes "
                              f"{sorted(set(records) - self.eligible_set)}, which this query "
                              f"does not keep in the KVS layout (corrupt metadata)")
         if not self.eligible:
             return set()
-        if records is None:
-            pair_map = _pair_map(state)
-            if pair_map is None:
-                return set()
-        elif records:
+        records = records or {}
+        if records:
             pair_map = _pair_map(state)
             if pair_map is None:
                 raise StateError(f"key {key!r}: its metadata holds window pairs but its "
@@ -142,39 +138,25 @@ class KvsLanes:
         reopened = set()
         for i in self.eligible:
             ls = rt.lanes[i]
-            if records is None:
-                pairs = LanePairs(pair_map, i, key)
-                old = pairs.read_local()
-                if old is not None:
-                    fingerprint, ints, partials, written_with, tails = old
-                    if written_with != nonce:
-                        raise different_calls(key)
-                    ls.w = self._reopen(i, key, pairs, fingerprint, ints, partials, tails)
-            else:
-                data = records.get(i)
-                if data is not None:
-                    pairs = LanePairs(pair_map, i, key)
-                    fingerprint, ints, partials, tails, buffer = pairs.reopened(data)
-                    ls.w = self._reopen(i, key, pairs, fingerprint, ints, partials, tails,
-                                        buffer)
-                else:
-                    if self.layout == "kvs" and pair_map is None:
-                        pair_map = _pair_map(state)
-                    if self.layout == "kvs" and pair_map is not None:
-                        ls.w = self._new(i, LanePairs(pair_map, i, key))
-                    continue
-            if is_kvs(ls.w):
-                lane = self.lanes[i]
-                assert isinstance(lane, TimeLane)
-                ls.low = lane.need(b)
-                reopened.add(i)
-            elif self.layout == "kvs":
-                ls.w = self._new(i, LanePairs(pair_map, i, key))
+            data = records.get(i)
+            if data is None:
+                if self.layout == "kvs" and pair_map is None:
+                    pair_map = _pair_map(state)
+                if self.layout == "kvs" and pair_map is not None:
+                    ls.w = self._new(i, LanePairs(pair_map, i, key))
+                continue
+            pairs = LanePairs(pair_map, i, key)
+            fingerprint, ints, partials, tails, buffer = pairs.reopened(data)
+            ls.w = self._reopen(i, key, pairs, fingerprint, ints, partials, tails, buffer)
+            lane = self.lanes[i]
+            assert isinstance(lane, TimeLane)
+            ls.low = lane.need(b)
+            reopened.add(i)
         return reopened
 
     def _reopen(self, i: int, key: Any, pairs: LanePairs, fingerprint: str, ints: list[int],
-                partials: list[Any], tails: list[Any] | None,
-                buffer: list[tuple[int, Any]] | None = None) -> Window:
+                partials: list[Any], tails: list[Any],
+                buffer: list[tuple[int, Any]]) -> Window:
         if fingerprint != self._fingerprint(i):
             raise StateError(
                 f"key {key!r}: its per-event structure was stored for {fingerprint!r}, this "
@@ -182,11 +164,9 @@ class KvsLanes:
                 f"aggregation specs; the KVS layout keeps aggregates, not events: keep the "
                 f"algorithm and the aggregations, or start from empty state)")
         cls = self._class(i)
-        local: tuple[Any, ...] = ((ints, partials) if tails is None else
-                                  (ints, partials, tails) if not buffer else
-                                  (ints, partials, tails, buffer))
         try:
-            w: Window = cls.reopen(self.lanes[i].aggregation, pairs, local,
+            w: Window = cls.reopen(self.lanes[i].aggregation, pairs,
+                                   (ints, partials, tails, buffer),
                                    cache_pairs=CACHE_PAIRS, buffer_pairs=CACHE_PAIRS)
         except (ValueError, TypeError, IndexError) as exc:
             raise StateError(f"key {key!r}: corrupt window pairs record: {exc}") from None

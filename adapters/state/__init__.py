@@ -8,7 +8,11 @@
 * :mod:`~adapters.state.buckets`: the bucket blob of Spark streaming with key buckets (each
   key's id, metadata, timer and log trim bound in one ``ValueState``).
 
-Each persisted format has its owner here, a version and golden samples (``tests/golden``);
+* :mod:`~adapters.state.pairs`: the KVS layout's pair map (pages, marks) and the local parts
+  it keeps in the metadata.
+
+Each persisted format has its owner here, exactly one version (any other is refused naming
+the format, the version found and the one supported) and golden samples (``tests/golden``);
 ``docs/adapters.md`` section 5 lists them.
 """
 

@@ -2,12 +2,11 @@
 ``spark_adapter._buckets``) keeps in its ``ValueState``: for each key its id, the driver's
 metadata bytes (:mod:`adapters.state.codec`), its timer and its log trim bound.
 
-Format ``SWGB`` version 2 (big endian; ``-2**63`` means "none"): a header ``b"SWGB"``, version (1
-byte), bucket count (u32), the bucket's registered timer (i64), live and dead log elements (u32,
-u32), the number of keys (u32); then per key: id length (u32), metadata length (u32, 0: none),
-timer (i64), trim bound (i64), the id bytes, the metadata bytes. Version 1 is the per-key layout,
-which has no blob (:mod:`adapters.state.segments`). Golden samples:
-``tests/golden/spark_buckets.json``.
+Format ``SWGB`` version 2 (:data:`BUCKET_VERSION`, the only one read and written; big endian;
+``-2**63`` means "none"): a header ``b"SWGB"``, version (1 byte), bucket count (u32), the
+bucket's registered timer (i64), live and dead log elements (u32, u32), the number of keys
+(u32); then per key: id length (u32), metadata length (u32, 0: none), timer (i64), trim bound
+(i64), the id bytes, the metadata bytes. Golden samples: ``tests/golden/spark_buckets.json``.
 """
 
 from __future__ import annotations
@@ -16,7 +15,11 @@ import struct
 from dataclasses import dataclass, field
 
 from adapters.errors import StateError
+from adapters.state.codec import version_error
 
+#: Format name, as errors name it.
+BUCKET_FORMAT = "bucket state (SWGB)"
+#: Version of the format: the only one read and written.
 BUCKET_VERSION = 2
 _MAGIC = b"SWGB"
 _HEAD = struct.Struct(">4sBIqIII")  # magic, version, buckets, timer, live, dead, keys
@@ -70,10 +73,10 @@ def decode_bucket(blob: bytes, buckets: int) -> Bucket:
     if len(blob) < _HEAD.size:
         raise _corrupt(f"{len(blob)} bytes, shorter than its {_HEAD.size}-byte header")
     magic, version, n_buckets, timer, live, dead, n_keys = _HEAD.unpack_from(blob, 0)
-    if magic != _MAGIC or version != BUCKET_VERSION:
-        raise StateError(f"bucket state (SWGB): magic {magic!r} version {version} is "
-                         f"unknown; this version of swag reads versions [{BUCKET_VERSION}] "
-                         f"(was the state written by a newer swag?)")
+    if magic != _MAGIC:
+        raise StateError(f"not a {BUCKET_FORMAT}: it starts with {magic!r}")
+    if version != BUCKET_VERSION:
+        raise version_error(BUCKET_FORMAT, version, BUCKET_VERSION)
     if n_buckets != buckets:
         raise StateError(f"the checkpoint's state was written with key_buckets={n_buckets}, "
                          f"this query has key_buckets={buckets}: keys would land in other "
@@ -97,7 +100,8 @@ def decode_bucket(blob: bytes, buckets: int) -> Bucket:
 
 
 def _corrupt(what: str) -> StateError:
-    return StateError(f"bucket state (SWGB) is corrupt: {what}")
+    return StateError(f"{BUCKET_FORMAT} is corrupt: {what}")
 
 
-__all__ = ["BUCKET_VERSION", "Bucket", "KeyRecord", "decode_bucket", "encode_bucket"]
+__all__ = ["BUCKET_FORMAT", "BUCKET_VERSION", "Bucket", "KeyRecord", "decode_bucket",
+           "encode_bucket"]

@@ -17,7 +17,7 @@ Event values (codec version 2) take one of three forms, told apart by the first 
   ``fmt`` has one character per key, in the dict's order: ``d`` (the next float64) or ``j``
   (the next item of the trailing JSON array, present only if some key is ``j``);
 * **packed float** (first byte ``0x02``): a bare ``float`` as 8 IEEE-754 bytes;
-* **JSON** (version 1, still written for every other value): UTF-8 JSON. ``None``,
+* **JSON** (every other value): UTF-8 JSON. ``None``,
   ``bool``, ``int`` (any size), ``str``, finite ``float``, ``list`` and ``dict`` with ``str``
   keys are themselves; everything else is a one-key object whose key starts with ``$``:
 
@@ -34,7 +34,7 @@ Event values (codec version 2) take one of three forms, told apart by the first 
 Why packed records: turning a float into its shortest decimal text (``repr``) costs several
 times more than everything else the driver does with an event; the typical event, a flat
 record of measurements, is packed without it. JSON text never starts with byte 0x01, 0x02 or
-0x03, so version 1 values decode unchanged.
+0x03, so the forms cannot be mistaken for one another.
 
 NumPy scalars are stored as the equal Python scalar (``numpy.int64(3)`` -> ``3``). Any other
 type raises :class:`~adapters.errors.CodecError`.
@@ -53,15 +53,18 @@ the same call is a **segment** (first byte ``0x03``), their times and values col
 
 The i-th event of a segment stored with ``seq = s`` has arrival number ``s + i``.
 
-Versions: a key's metadata names the codec version of all its state (``"codec"``), and
-:func:`decode_meta` refuses a version outside :data:`READABLE_VERSIONS` before any entry is
-read. Values and entries carry their form in the first byte: JSON text never starts with a
-byte below ``0x20`` other than whitespace, so bytes ``0x00``-``0x1f`` are reserved for binary
-forms; one this code does not know (a form of a newer version) raises :class:`CodecError`
-naming it, instead of being misread.
+Version: a key's metadata names the codec version of all its state (``"codec"``), and
+:func:`decode_meta` refuses any version but :data:`CODEC_VERSION` (the only one) before any
+entry is read. Values and entries carry their form in the first byte: JSON text never starts
+with a byte below ``0x20`` other than whitespace, so bytes ``0x00``-``0x1f`` are reserved for
+binary forms; one this code does not know (a form of a newer version) raises
+:class:`CodecError` naming it, instead of being misread.
+
+:func:`version_error` is the one message every persisted format of ``adapters.state`` gives
+for an unknown version: the format, the version found and the one this swag reads.
 
 Metadata (:class:`MetaWriter` writes it on every call, :func:`encode_meta` is its general
-form, :func:`decode_meta` reads both) is one JSON object with keys in this order::
+form, :func:`decode_meta` reads it) is one JSON object with keys in this order::
 
     {"codec":2,"q":"<query fingerprint>","n":<nonce>,"wm":<int | null | "end">,
      "seq":<next arrival number>,"rel":<released>,"late":<late>,"pol":[<policy lengths>]}
@@ -78,15 +81,13 @@ import re
 import struct
 import sys
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from adapters.errors import CodecError, StateError
 
-#: Version of the value and metadata encoding written by this code.
+#: Version of the value, log-entry and metadata encoding: the only one read and written.
 CODEC_VERSION = 2
-#: Versions this code can read (version 1: JSON values only).
-READABLE_VERSIONS = frozenset({1, 2})
 
 #: Format names, as errors name them.
 META_FORMAT = "window-state metadata"
@@ -94,12 +95,12 @@ VALUE_FORMAT = "event value"
 ENTRY_FORMAT = "event-log entry"
 
 
-def version_error(fmt: str, found: object, supported: Iterable[int],
+def version_error(fmt: str, found: object, supported: int,
                   error: type[Exception] = StateError, what: str = "version") -> Exception:
-    """The error for stored bytes of format ``fmt`` whose version (``what``) is ``found``, not
-    one of ``supported``."""
-    return error(f"{fmt}: {what} {found!r} is unknown; this version of swag reads {what}s "
-                 f"{sorted(supported)} (was the state written by a newer swag?)")
+    """The error for stored bytes of format ``fmt`` whose version (``what``) is ``found``,
+    not ``supported`` (the one version of the format this swag reads)."""
+    return error(f"{fmt}: {what} {found!r} is unknown; this version of swag reads {what} "
+                 f"{supported} only (was the state written by a newer swag?)")
 
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False,
@@ -311,8 +312,8 @@ _ENTRY_TAGS = {**_VALUE_TAGS, _SEGMENT: "0x03 segment"}
 
 def _unknown_tag(fmt: str, tag: int, known: dict[int, str]) -> CodecError:
     return CodecError(
-        f"{fmt} starts with form tag 0x{tag:02x}, unknown to codec versions "
-        f"{sorted(READABLE_VERSIONS)} (they read {', '.join(known.values())} and JSON text); "
+        f"{fmt} starts with form tag 0x{tag:02x}, unknown to codec version "
+        f"{CODEC_VERSION} (it reads {', '.join(known.values())} and JSON text); "
         f"was the state written by a newer swag?")
 
 
@@ -511,8 +512,7 @@ _SEGMENT_ERRORS = (ValueError, TypeError, struct.error, IndexError, StopIteratio
 
 
 def decode_entry(time: int, seq: int, data: bytes) -> list[tuple[int, int, Any]]:
-    """The events ``(time, seq, value)`` of one log entry (inverse of :func:`encode_entry`;
-    also reads the per-event entries of codec version 1)."""
+    """The events ``(time, seq, value)`` of one log entry (inverse of :func:`encode_entry`)."""
     if isinstance(data, (bytes, bytearray)) and data[:1] == b"\x03":
         try:
             times, values = _decode_segment(bytes(data))
@@ -611,7 +611,7 @@ def encode_value(value: Any) -> bytes:
 
 
 def decode_value(data: bytes | str) -> Any:
-    """Inverse of :func:`encode_value`; also reads codec version 1 values."""
+    """Inverse of :func:`encode_value`."""
     try:
         if isinstance(data, (bytes, bytearray)) and data:
             first = data[0]
@@ -697,14 +697,14 @@ def split_meta(data: bytes) -> tuple[bytes, bytes | None]:
 
 def decode_meta(data: bytes | str) -> dict[str, Any]:
     """Inverse of :func:`encode_meta`; checks the codec version (:class:`StateError` naming
-    the version found and the readable ones). An extension after the JSON text
+    the version found and :data:`CODEC_VERSION`). An extension after the JSON text
     (:func:`split_meta`) is not read here."""
     if type(data) is bytes:
         i = data.find(META_EXTENSION)
         if i >= 0:
             data = data[:i]
         m = _WRITTEN.fullmatch(data)
-        if m is not None and int(m[1]) in READABLE_VERSIONS:
+        if m is not None and int(m[1]) == CODEC_VERSION:
             wm, pol = m[4], m[8]
             return {"codec": int(m[1]), "q": m[2].decode("ascii"), "n": int(m[3]),
                     "wm": (None if wm == b"null" else "end" if wm == b'"end"' else int(wm)),
@@ -715,8 +715,8 @@ def decode_meta(data: bytes | str) -> dict[str, Any]:
     except ValueError as exc:
         raise StateError(f"corrupt {META_FORMAT} {data!r:.80}: {exc}") from None
     version = meta.get("codec") if isinstance(meta, dict) else None
-    if type(version) is not int or version not in READABLE_VERSIONS:
-        raise version_error(META_FORMAT, version, READABLE_VERSIONS, what="codec version")
+    if type(version) is not int or version != CODEC_VERSION:
+        raise version_error(META_FORMAT, version, CODEC_VERSION, what="codec version")
     for name, valid in _META_FIELDS.items():
         value = meta.get(name)
         if not valid(value):
@@ -729,7 +729,7 @@ def _count(x: Any) -> bool:
     return type(x) is int and x >= 0
 
 
-#: the fields of every readable version, and what each may hold
+#: the fields of the metadata, and what each may hold
 _META_FIELDS: dict[str, Any] = {
     "q": lambda x: type(x) is str,
     "wm": lambda x: x is None or x == "end" or type(x) is int,

@@ -1,38 +1,45 @@
 """A key's *pair map*: the engine-held key-value store of the MTA KVS layout
-(:mod:`swag_core.algorithms.mta_kvs`, ``docs/adapters.md``, "KVS layout").
+(:mod:`swag_core.algorithms.mta_kvs`, ``docs/adapters.md``, "KVS layout"), and its bytes.
 
 A :class:`~adapters.state.backend.KeyState` may offer ``pair_map()``, a map ``int -> bytes``
 of the key (an engine's keyed map state: Flink ``MapState[long, bytes]``, Spark
 ``getMapState``; :class:`MemoryPairMap` here). :class:`LanePairs` is the
 :class:`~swag_core.algorithms.mta_kvs.PairStore` the structure sees: it puts the lane into the
-slot, encodes values (:func:`encode_pair`, no pickle) and holds one call's writes until
+map key, encodes values (:func:`encode_pair`, no pickle) and holds one call's writes until
 :meth:`LanePairs.apply`, so a call that fails before its state writes leaves the key's map as
-the last completed call wrote it; the structure's local part goes with the key's metadata
-(version 3, below), and the pairs go to the map in pages (version 4, below).
+the last completed call wrote it; the structure's local part goes with the key's metadata,
+the pairs go to the map in pages.
 
-Format, version 4 (``PAIRS_VERSION``; golden samples in ``tests/golden/kvs_pairs.json``): as
-version 3 below, except that the pairs are stored in *pages*: the pairs of a level whose
-slots (``level << 48 | pair``) differ only in their low ``PAGE_SHIFT`` (6) bits share the map
-key ``lane << 56 | PAGE_BIT | slot >> 6`` (``PAGE_BIT = 1 << 55``), value
-(:func:`encode_page`)::
+**Who owns what.** The algorithm numbers its pairs: pair ``q`` of level ``l`` is slot
+``l << SLOT_BITS | q`` (:func:`swag_core.algorithms.mta_kvs.slot`, ``SLOT_BITS`` = 48), part
+of its :class:`~swag_core.algorithms.mta_kvs.PairStore` contract (a level's pairs are
+consecutive slots). swag_core imports nothing from ``adapters``, so that numbering is
+defined there once and read here. This module owns everything persisted: the map keys built
+from the slots (lane bits, page bit, a lane's local slot), the bytes of every record, and
+the format's one version.
+
+**Format version 4** (:data:`PAIRS_VERSION`, the only one; golden samples in
+``tests/golden/kvs_pairs.json``). Each of its four records (a page, a local part, a mark,
+the metadata's extension) carries the version byte; any other version is refused with a
+:class:`CodecError` or :class:`StateError` naming the record, the version found and 4.
+
+*Map keys.* The pairs of a level whose slots differ only in their low :data:`PAGE_SHIFT`
+(6) bits share one map key, a *page*: ``lane << 56 | PAGE_BIT | slot >> 6``
+(:data:`PAGE_BIT` = ``1 << 55``; slots stay below it, levels being fewer than 128). The key
+``lane << 56 | LOCAL`` (:data:`LOCAL` = ``2**56 - 1``) holds the lane's mark. Why pages:
+each map call of an engine's state is a round trip (Spark's Python state client has no
+batched map calls), and a sliding window retires and deletes about one pair per entry.
+
+*Page* (:func:`encode_page`; a page without pairs is deleted)::
 
     0x14 | u8 version (4) | u16 LE count | count x (u8 index | u32 LE len(P) | P)
 
-``index`` the slot's low 6 bits, ``P`` the pair's :func:`encode_pair` bytes. A page without
-pairs is deleted. Why: each map call of an engine's state is a round trip (Spark's Python
-state client has no batched map calls), and a sliding window retires and deletes about one
-pair per entry. The local-part record is version 3's with version byte 4 (a lane reopened
-from a version-3 record keeps its pairs one per key); the metadata's extension and the mark
-keep version byte 3 (``LOCALS_VERSION``).
-
-Format, version 3: map key ``lane << 56 | level << 48 | pair``
-(:func:`~swag_core.algorithms.mta_kvs.slot` plus the lane index); value :func:`encode_pair` of
-the tuple of the pair's elements, level-0 elements ``(time, partial)``. A pair is stored once
-it is final (it left its level's tail) or modified at a level's head; the tails go with the
-local part. :func:`encode_pair` writes the
-**packed** form when the value is made of ``float``, ``int``, ``bool``, ``str``, ``None``,
-tuples and lists (the built-in aggregations' partials: max/min floats, counts, exact sums as
-big ints, collect's lists)::
+``index`` the slot's low 6 bits, ``P`` the pair's :func:`encode_pair` bytes: the tuple of the
+pair's one or two elements, level-0 elements ``(time, partial)``. A pair is stored once it
+is final (it left its level's tail) or modified at a level's head; the tails go with the
+local part. :func:`encode_pair` writes the **packed** form when the value is made of
+``float``, ``int``, ``bool``, ``str``, ``None``, tuples and lists (the built-in
+aggregations' partials: max/min floats, counts, exact sums as big ints, collect's lists)::
 
     0x10 | u16 LE len(S) | S: shape, ASCII | the values, struct-packed little-endian
 
@@ -41,13 +48,12 @@ beyond 64 bits as ``n`` bytes (two's complement, little-endian), ``?`` bool (1 b
 a str of ``n`` UTF-8 bytes, ``n`` None (no bytes), ``(``...``)`` a tuple, ``[``...``]`` a list.
 E.g. a level-0 pair of a max, ``((7, 2.5), (8, 1.0))``: shape ``((qd)(qd))``, 32 bytes of
 values. Any other value (a dict, bytes, a user type) is stored in the codec's value encoding
-(:func:`~adapters.state.codec.encode_value`, the JSON form), as every pair was in version 1:
-:func:`decode_pair` reads both (JSON text never starts with byte 0x10). No pickle.
+(:func:`~adapters.state.codec.encode_value`, the JSON form): :func:`decode_pair` reads both
+(JSON text never starts with byte 0x10). No pickle.
 
-The structure's local part (:meth:`~swag_core.algorithms.mta_kvs.KvsAmta.local_state`,
-:func:`encode_local`)::
+*Local part* (:meth:`~swag_core.algorithms.mta_kvs.KvsAmta.park`, :func:`encode_local`)::
 
-    0x11 | u8 version (3, 4) | u16 LE len(F) | u32 LE n | int64 LE nonce | F: fingerprint, UTF-8
+    0x11 | u8 version (4) | u16 LE len(F) | u32 LE n | int64 LE nonce | F: fingerprint, UTF-8
          | n x int64 LE ints
          | 0x00 | encode_pair([partials, rows, buffer])               (any rows)
          | 0x01 | u32 LE m | m x int64 LE counts                     (flat rows)
@@ -56,15 +62,15 @@ The structure's local part (:meth:`~swag_core.algorithms.mta_kvs.KvsAmta.local_s
                 | 0x01 | u32 LE k | k x float64 LE values             (all values floats)
                 | 0x00 | encode_pair([values])                       (any values)
 
-goes with the key's metadata: after its JSON text, the extension :func:`encode_locals`
-(:func:`adapters.state.codec.split_meta`)::
+*Metadata extension* (:func:`encode_locals`), after the key's metadata JSON text
+(:func:`adapters.state.codec.split_meta`), so a cache miss reads the metadata and the local
+parts in one state read, and a call writes them in one write::
 
-    0x13 | u8 version (3) | u8 count | count x (u8 lane | u32 LE len(R) | R: local part)
+    0x13 | u8 version (4) | u8 count | count x (u8 lane | u32 LE len(R) | R: local part)
 
-so a cache miss reads the metadata and the local parts in one state read, and a call writes
-them in one write. The map key ``lane << 56 | LOCAL`` holds the lane's *mark*::
+*Mark*, at map key ``lane << 56 | LOCAL``::
 
-    0x12 | u8 version (3) | int64 LE nonce
+    0x12 | u8 version (4) | int64 LE nonce
 
 the nonce of the last call that wrote the lane's pairs (it puts the mark with its pairs,
 before its deletes); the local part's nonce is that of the mark it expects (0: no call wrote
@@ -85,14 +91,6 @@ pairs, per pair its slot and its element count, then the times of its level-0 el
 ``values`` the ``p`` partials, then level 0's partials (tail, head), then each other level's
 tail and head elements, then the buffered elements (a level-0 one by its partial): for a max
 or a min all floats, one array.
-
-Version 2 (still read): the same pairs, and the local part in the map's slot ``lane << 56 |
-LOCAL`` (version byte 2, no write buffer: no ``buffer`` in the generic form, no buffer counts
-in the flat form) with the nonce of the metadata written after it, checked at the reload;
-the metadata has no extension. Version 1 (still read): every pair in the JSON form
-and the local part ``encode_value([1, fingerprint, ints, partials, meta nonce])`` in that
-slot, the tails stored as pairs (read from the map on a level's first use after a reopen).
-A key's next save writes version 3 (the mark replaces the old local part).
 """
 
 from __future__ import annotations
@@ -102,39 +100,34 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
 from adapters.errors import CodecError, StateError
-from adapters.state.codec import decode_value, encode_value, version_error
+from adapters.state.codec import META_EXTENSION, decode_value, encode_value, version_error
 from swag_core.algorithms.mta_kvs import SLOT_BITS
 
-#: version of the pair map's format written for a new lane (its local-part record's version;
-#: 4: the pairs in pages)
+#: the version of every record of the pair map's format (the only one read and written)
 PAIRS_VERSION: Final = 4
-#: versions read
-READABLE_PAIRS_VERSIONS: Final = (1, 2, 3, 4)
-#: version of the metadata's extension of local parts and of the map's mark (unchanged since
-#: pairs version 3)
-LOCALS_VERSION: Final = 3
 #: a page holds the pairs of one level whose slots differ in their low ``PAGE_SHIFT`` bits
 PAGE_SHIFT: Final = 6
 _PAGE_MASK: Final = (1 << PAGE_SHIFT) - 1
-#: set in the map key of a page (below the lane bits; pair slots and ``LOCAL`` never are one)
+#: set in the map key of a page (below the lane bits; pair slots never reach it, ``LOCAL``
+#: has it set too: :func:`is_page` tells them apart)
 PAGE_BIT: Final = 1 << 55
 #: bits below the lane index in a map key
 LANE_SHIFT: Final = 56
-#: the slot (below the lane bits) of a lane's local-part record: above every pair slot
+#: the map key (below the lane bits) of a lane's mark: above every page key
 LOCAL: Final = (1 << LANE_SHIFT) - 1
 
 _DELETED: Final = object()
 
-# ------------------------------------------------------------------------- packed pairs (v2)
-#: first byte of a packed pair value (``PAIRS_VERSION`` 2)
+#: first byte of a packed pair value
 PACKED_PAIR: Final = 0x10
-#: first byte of a local-part record (versions 2 and 3)
+#: first byte of a local-part record
 PACKED_LOCAL: Final = 0x11
-#: first byte of a version-3 pair-write mark (the map's local slot)
+#: first byte of a pair-write mark (the map's local slot)
 PAIRS_MARK: Final = 0x12
-#: first byte of the metadata's extension that holds the lanes' local parts (version 3)
-META_LOCALS: Final = 0x13
-#: first byte of a page of pairs (version 4)
+#: first byte of the metadata's extension that holds the lanes' local parts (the metadata's
+#: owner, :mod:`adapters.state.codec`, reserves it)
+META_LOCALS: Final = META_EXTENSION[0]
+#: first byte of a page of pairs
 PAIRS_PAGE: Final = 0x14
 _PAGE_HEAD = struct.Struct("<BBH")       # tag, version, count
 _PAGE_ITEM = struct.Struct("<BI")        # index in the page, len(pair)
@@ -308,7 +301,7 @@ def _unpack(data: bytes, start: int) -> tuple[Any, int]:
 
 
 def decode_pair(data: bytes) -> Any:
-    """Inverse of :func:`encode_pair` (either form; version-1 pairs are in the JSON form)."""
+    """Inverse of :func:`encode_pair` (either form)."""
     if data and data[0] == PACKED_PAIR:
         try:
             value, end = _unpack(data, 0)
@@ -331,7 +324,7 @@ def _flat_rows(rows: list[list[Any]], vals: list[Any]) -> list[int] | None:
     """``rows`` (per level ``[tail, lo, head]``) as ints (per level ``len(tail), lo,
     len(head)``, then the times of level 0's elements), their values (level 0's partials,
     then the other levels' elements) appended to ``vals``; ``None`` if a level-0 element is
-    not ``(int, partial)`` (a dead position read as ``None`` from a version-1 map)."""
+    not ``(int, partial)`` (the rows then go in the generic form)."""
     if not rows:
         return []
     tail, lo, head = rows[0]
@@ -431,15 +424,13 @@ def _unflat_buffer(ints: Sequence[int], vals: list[Any], v: int) -> list[tuple[i
 
 
 def encode_local(fingerprint: str, ints: Sequence[int], partials: list[Any], nonce: int,
-                 rows: list[list[Any]], buffer: Sequence[tuple[int, Any]] = (),
-                 version: int = PAIRS_VERSION) -> bytes:
-    """A local-part record of pairs ``version`` 3 or 4 (the same bytes but the version;
-    module docstring) with the structure's write buffer ``(slot, pair)``;
-    :class:`CodecError` if an int of ``ints`` or ``nonce`` is beyond 64 bits, or a partial
-    has no codec encoding."""
+                 rows: list[list[Any]], buffer: Sequence[tuple[int, Any]] = ()) -> bytes:
+    """A local-part record (module docstring) with the structure's write buffer
+    ``(slot, pair)``; :class:`CodecError` if an int of ``ints`` or ``nonce`` is beyond 64
+    bits, or a partial has no codec encoding."""
     fp = fingerprint.encode("utf-8")
     try:
-        out = [_LOCAL_HEAD.pack(PACKED_LOCAL, version, len(fp), len(ints), nonce), fp,
+        out = [_LOCAL_HEAD.pack(PACKED_LOCAL, PAIRS_VERSION, len(fp), len(ints), nonce), fp,
                struct.pack(f"<{len(ints)}q", *ints)]
         vals = list(partials)
         counts = _flat_rows(rows, vals)
@@ -462,64 +453,31 @@ def encode_local(fingerprint: str, ints: Sequence[int], partials: list[Any], non
     return b"".join(out)
 
 
-def decode_local(data: bytes
-                 ) -> tuple[int, str, list[int], list[Any], int, list[Any],
-                            list[tuple[int, Any]]]:
-    """``(version, fingerprint, ints, partials, nonce, rows, buffer)`` of a version-2, -3 or
-    -4 record (the version is returned, not checked beyond its layout; ``buffer`` is empty in
-    version 2). Every list returned is new (:meth:`KvsAmta.reopen
-    <swag_core.algorithms.mta_kvs._KvsLayout.reopen>` takes the rows' lists over)."""
+#: what a local part decodes to: ``(fingerprint, ints, partials, nonce, rows, buffer)``
+LocalPart = tuple[str, list[int], list[Any], int, list[Any], list[tuple[int, Any]]]
+
+
+def decode_local(data: bytes) -> LocalPart:
+    """``(fingerprint, ints, partials, nonce, rows, buffer)`` of a local-part record.
+    Every list returned is new (:meth:`KvsAmta.reopen
+    <swag_core.algorithms.mta_kvs._KvsLayout.reopen>` takes the rows' lists over).
+    :class:`CodecError` for corrupt bytes or another version than :data:`PAIRS_VERSION`."""
     try:
-        _, version, nfp, nints, nonce = _LOCAL_HEAD.unpack_from(data, 0)
+        tag, version, nfp, nints, nonce = _LOCAL_HEAD.unpack_from(data, 0)
+        if tag != PACKED_LOCAL:
+            raise ValueError(f"tag 0x{tag:02x}")
+        if version != PAIRS_VERSION:
+            raise version_error("window pairs record", version, PAIRS_VERSION, CodecError)
         at = _LOCAL_HEAD.size
         fingerprint = str(data[at:at + nfp], "utf-8")
         at += nfp
         ints = list(struct.unpack_from(f"<{nints}q", data, at))
         at += 8 * nints
-        v3 = version >= 3
-        buffer: list[tuple[int, Any]] = []
         form = data[at]
-        at += 1
         if form == _ROWS_GENERIC:
-            if v3:
-                partials, rows, items = decode_pair(data[at:])
-                if type(items) is not list or not all(
-                        type(x) is list and len(x) == 2 and type(x[0]) is int
-                        and type(x[1]) is tuple for x in items):
-                    raise ValueError("buffered pairs are not [slot, pair] items")
-                buffer = [(k, v) for k, v in items]
-            else:
-                partials, rows = decode_pair(data[at:])
+            partials, rows, buffer = _generic_local(data, at + 1)
         elif form == _ROWS_FLAT:
-            n, = _U32.unpack_from(data, at)
-            counts = struct.unpack_from(f"<{n}q", data, at + 4)
-            at += 4 + 8 * n
-            if v3:
-                n, = _U32.unpack_from(data, at)
-                buffer_ints = struct.unpack_from(f"<{n}q", data, at + 4)
-                at += 4 + 8 * n
-            npartials, kind = struct.unpack_from("<IB", data, at)
-            at += 5
-            if kind == _VALUES_FLOATS:
-                n, = _U32.unpack_from(data, at)
-                at += 4
-                vals = list(struct.unpack_from(f"<{n}d", data, at))
-                if at + 8 * n != len(data):
-                    raise ValueError(f"{len(data) - at - 8 * n} trailing bytes")
-            elif kind == _VALUES_GENERIC:
-                vals = decode_pair(data[at:])
-                if type(vals) is not list:
-                    raise ValueError("values are not a list")
-            else:
-                raise ValueError(f"unknown values form {kind}")
-            partials = vals[:npartials]
-            h = ints[1]
-            # the rows' values: each level's tail and head elements, then (v3) the buffer's
-            end = (npartials + sum(counts[0:3 * h:3]) + sum(counts[2:3 * h:3])
-                   if v3 else len(vals))
-            if v3:
-                buffer = _unflat_buffer(buffer_ints, vals, end)
-            rows = _unflat_rows(h, counts, vals, npartials, end)
+            partials, rows, buffer = _flat_local(data, at + 1, ints[1])
         else:
             raise ValueError(f"unknown rows form {form}")
         if type(partials) is not list or type(rows) is not list:
@@ -528,7 +486,53 @@ def decode_local(data: bytes
         if isinstance(exc, CodecError):
             raise
         raise CodecError(f"corrupt window pairs record: {exc}") from None
-    return version, fingerprint, ints, partials, nonce, rows, buffer
+    return fingerprint, ints, partials, nonce, rows, buffer
+
+
+def _generic_local(data: bytes, at: int) -> tuple[Any, Any, list[tuple[int, Any]]]:
+    """Partials, rows and write buffer of a local part in the generic form (from ``at``)."""
+    partials, rows, items = decode_pair(data[at:])
+    if type(items) is not list or not all(
+            type(x) is list and len(x) == 2 and type(x[0]) is int
+            and type(x[1]) is tuple for x in items):
+        raise ValueError("buffered pairs are not [slot, pair] items")
+    return partials, rows, [(k, v) for k, v in items]
+
+
+def _flat_local(data: bytes, at: int, levels: int
+                ) -> tuple[list[Any], list[list[Any]], list[tuple[int, Any]]]:
+    """Partials, rows and write buffer of a local part in the flat form (from ``at``)."""
+    counts, at = _read_int64s(data, at)
+    buffer_ints, at = _read_int64s(data, at)
+    npartials, kind = struct.unpack_from("<IB", data, at)
+    vals = _read_values(data, at + 5, kind)
+    # the rows' values: each level's tail and head elements, then the buffer's
+    end = (npartials + sum(counts[0:3 * levels:3]) + sum(counts[2:3 * levels:3]))
+    buffer = _unflat_buffer(buffer_ints, vals, end)
+    rows = _unflat_rows(levels, counts, vals, npartials, end)
+    return vals[:npartials], rows, buffer
+
+
+def _read_int64s(data: bytes, at: int) -> tuple[tuple[int, ...], int]:
+    """What :func:`_int64s` wrote at ``data[at:]``, and where it ends."""
+    n, = _U32.unpack_from(data, at)
+    return struct.unpack_from(f"<{n}q", data, at + 4), at + 4 + 8 * n
+
+
+def _read_values(data: bytes, at: int, kind: int) -> list[Any]:
+    """The flat form's values at ``data[at:]`` (to the end), of form ``kind``."""
+    if kind == _VALUES_FLOATS:
+        n, = _U32.unpack_from(data, at)
+        at += 4
+        if at + 8 * n != len(data):
+            raise ValueError(f"{len(data) - at - 8 * n} trailing bytes")
+        return list(struct.unpack_from(f"<{n}d", data, at))
+    if kind == _VALUES_GENERIC:
+        vals = decode_pair(data[at:])
+        if type(vals) is not list:
+            raise ValueError("values are not a list")
+        return vals
+    raise ValueError(f"unknown values form {kind}")
 
 
 @runtime_checkable
@@ -582,9 +586,9 @@ class MemoryPairMap:
 
 
 def encode_locals(records: Sequence[tuple[int, bytes]]) -> bytes:
-    """The metadata's extension holding the lanes' local parts ``(lane, record)`` (version 3;
-    module docstring): appended to the metadata's JSON text."""
-    out = [_LOCALS_HEAD.pack(META_LOCALS, LOCALS_VERSION, len(records))]
+    """The metadata's extension holding the lanes' local parts ``(lane, record)`` (module
+    docstring): appended to the metadata's JSON text."""
+    out = [_LOCALS_HEAD.pack(META_LOCALS, PAIRS_VERSION, len(records))]
     for lane, record in records:
         out += [_LOCALS_ITEM.pack(lane, len(record)), record]
     return b"".join(out)
@@ -597,9 +601,8 @@ def decode_locals(data: bytes) -> dict[int, bytes]:
         tag, version, n = _LOCALS_HEAD.unpack_from(data, 0)
         if tag != META_LOCALS:
             raise ValueError(f"tag 0x{tag:02x}")
-        if version != LOCALS_VERSION:
-            raise StateError(version_error("window pairs in the metadata", version,
-                                           (LOCALS_VERSION,)))
+        if version != PAIRS_VERSION:
+            raise version_error("window pairs in the metadata", version, PAIRS_VERSION)
         at = _LOCALS_HEAD.size
         out: dict[int, bytes] = {}
         for _ in range(n):
@@ -612,6 +615,8 @@ def decode_locals(data: bytes) -> dict[int, bytes]:
         if at != len(data):
             raise ValueError(f"{len(data) - at} trailing bytes")
     except (struct.error, ValueError) as exc:
+        if isinstance(exc, StateError):
+            raise
         raise StateError(f"corrupt window pairs in the metadata: {exc}") from None
     return out
 
@@ -625,18 +630,33 @@ def different_calls(key: Any) -> StateError:
         f"a checkpoint")
 
 
-def _mark(nonce: int) -> bytes:
-    return _MARK.pack(PAIRS_MARK, LOCALS_VERSION, nonce)
+def encode_mark(nonce: int) -> bytes:
+    """The mark (module docstring) of the call of ``nonce``."""
+    return _MARK.pack(PAIRS_MARK, PAIRS_VERSION, nonce)
+
+
+def decode_mark(data: bytes) -> int:
+    """Inverse of :func:`encode_mark`: the nonce; :class:`CodecError` for corrupt bytes or
+    an unknown version."""
+    try:
+        tag, version, nonce = _MARK.unpack(data)
+    except struct.error:
+        raise CodecError(f"corrupt window pairs mark: {len(data)} bytes") from None
+    if tag != PAIRS_MARK:
+        raise CodecError(f"corrupt window pairs mark: tag 0x{tag:02x}")
+    if version != PAIRS_VERSION:
+        raise version_error("window pairs mark", version, PAIRS_VERSION, CodecError)
+    return int(nonce)
 
 
 def is_page(key: int) -> bool:
-    """Whether map key ``key`` holds a page of pairs (version 4): ``PAGE_BIT`` is set in it,
-    and in a lane's local slot (``LOCAL``: its mark, or a version-1/2 local part) too."""
+    """Whether map key ``key`` holds a page of pairs: ``PAGE_BIT`` is set in it, and in a
+    lane's local slot (``LOCAL``, its mark) too."""
     return bool(key & PAGE_BIT) and key & ((1 << LANE_SHIFT) - 1) != LOCAL
 
 
 def encode_page(pairs: dict[int, bytes]) -> bytes:
-    """A page (version 4, module docstring) of encoded ``pairs``: index in the page ->
+    """A page (module docstring) of encoded ``pairs``: index in the page ->
     :func:`encode_pair` bytes."""
     out = [_PAGE_HEAD.pack(PAIRS_PAGE, PAIRS_VERSION, len(pairs))]
     for i in sorted(pairs):
@@ -653,7 +673,7 @@ def decode_page(data: bytes) -> dict[int, bytes]:
         if tag != PAIRS_PAGE:
             raise ValueError(f"tag 0x{tag:02x}")
         if version != PAIRS_VERSION:
-            raise version_error("window pairs page", version, (PAIRS_VERSION,), CodecError)
+            raise version_error("window pairs page", version, PAIRS_VERSION, CodecError)
         at = _PAGE_HEAD.size
         pairs: dict[int, bytes] = {}
         for _ in range(n):
@@ -666,6 +686,8 @@ def decode_page(data: bytes) -> dict[int, bytes]:
         if at != len(data):
             raise ValueError(f"{len(data) - at} trailing bytes")
     except (struct.error, ValueError) as exc:
+        if isinstance(exc, CodecError):
+            raise
         raise CodecError(f"corrupt window pairs page: {exc}") from None
     return pairs
 
@@ -675,22 +697,20 @@ class LanePairs:
     :class:`PairMap` (see the module docstring): encodes, prefixes with the lane, and holds
     the writes of the current call until :meth:`apply`.
 
-    Version 3 keeps the local part in the key's metadata; the map's local slot holds the
-    *mark* of the last call that wrote pairs (its nonce, also in the local part:
-    :attr:`written`). A reopened lane checks the mark on its first map access (with its
-    first read, no extra call; before its first write, one read), so the pairs of a call
-    that failed before its metadata write are never used nor overwritten unnoticed.
+    The local part lives in the key's metadata; the map's local slot holds the *mark* of the
+    last call that wrote pairs (its nonce, also in the local part: :attr:`written`). A
+    reopened lane checks the mark on its first map access (with its first read, no extra
+    call; before its first write, one read), so the pairs of a call that failed before its
+    metadata write are never used nor overwritten unnoticed.
 
-    Version 4 (a new lane; :attr:`paged`) stores the pairs in pages of up to
-    ``2 ** PAGE_SHIFT``: a read fetches the pages of the pairs it needs, a call's writes
-    rewrite the pages they touch (read first, in one map call with the call's other page
-    reads). An engine's map call is a round trip to its state (PySpark 4.3 has no batched map
-    calls): a window that slides by m entries then costs O(m / 64) calls, not O(m). The pages
-    read stay until :meth:`apply`, so a call reads each at most once; a lane reopened from
-    an older record keeps that record's layout."""
+    The pairs are in pages of up to ``2 ** PAGE_SHIFT``: a read fetches the pages of the
+    pairs it needs, a call's writes rewrite the pages they touch (read first, in one map call
+    with the call's other page reads). An engine's map call is a round trip to its state
+    (PySpark 4.3 has no batched map calls): a window that slides by m entries then costs
+    O(m / 64) calls, not O(m). The pages read stay until :meth:`apply`, so a call reads each
+    at most once."""
 
-    __slots__ = ("_next", "_pages", "check", "key", "lane", "map", "mark", "paged", "pending",
-                 "written")
+    __slots__ = ("_next", "_pages", "check", "key", "lane", "map", "pending", "written")
 
     def __init__(self, pair_map: PairMap, lane: int, key: Any) -> None:
         self.map = pair_map
@@ -701,12 +721,6 @@ class LanePairs:
         self.written = 0
         #: the mark the map must hold, checked on the first map access (``None``: checked)
         self.check: int | None = None
-        #: write a mark on the next save even without pairs (the local slot holds a
-        #: version-1 or -2 record)
-        self.mark = False
-        #: the pairs are in pages (version 4; set by :meth:`reopened` and
-        #: :meth:`read_local` for an older record)
-        self.paged = True
         #: page number -> the page as the map holds it (read in the current call)
         self._pages: dict[int, dict[int, bytes]] = {}
         self._next = 0
@@ -714,12 +728,11 @@ class LanePairs:
     def _verify(self, data: bytes | None) -> None:
         """Compare the map's local slot with :attr:`check` (see the class docstring)."""
         expected, self.check = self.check, None
-        if data is None:
-            ok = expected == 0
-        else:
-            ok = (len(data) == _MARK.size and data[0] == PAIRS_MARK
-                  and _MARK.unpack(data)[2] == expected)
-        if not ok:
+        try:
+            found = 0 if data is None else decode_mark(data)
+        except CodecError as exc:
+            raise StateError(f"key {self.key!r}: {exc}") from None
+        if found != expected:
             raise different_calls(self.key)
 
     def _read(self, keys: list[int]) -> list[bytes | None]:
@@ -749,13 +762,8 @@ class LanePairs:
         out: list[Any] = [pending.get(s) for s in slots]
         missing = [s for s, v in zip(slots, out) if v is None]
         if missing:
-            if self.paged:
-                pages = self._load_pages({s >> PAGE_SHIFT for s in missing})
-                values = [pages[s >> PAGE_SHIFT].get(s & _PAGE_MASK) for s in missing]
-            else:
-                lane = self.lane
-                values = self._read([lane | s for s in missing])
-            got = iter(values)
+            pages = self._load_pages({s >> PAGE_SHIFT for s in missing})
+            got = iter([pages[s >> PAGE_SHIFT].get(s & _PAGE_MASK) for s in missing])
             out = [self._decode(next(got)) if v is None else v for v in out]
         return [None if v is _DELETED else v for v in out]
 
@@ -782,23 +790,16 @@ class LanePairs:
         there are any) and the structure's local part for the metadata
         (:func:`encode_local`, stamped with the mark): ``(keys to delete, (key, bytes)
         to put, local part)``; writes nothing (an encoding error leaves the map as it
-        was). Paged, it reads the pages the writes touch that the call has not read."""
-        lane = self.lane
-        pending = self.pending
-        if pending or self.mark:
-            if self.paged:
-                gone, puts = self._page_writes()
-            else:
-                puts = [(lane | s, encode_pair(v)) for s, v in pending.items()
-                        if v is not _DELETED]
-                gone = [lane | s for s, v in pending.items() if v is _DELETED]
-            puts.append((lane | LOCAL, _mark(nonce)))
+        was). It reads the pages the writes touch that the call has not read."""
+        if self.pending:
+            gone, puts = self._page_writes()
+            puts.append((self.lane | LOCAL, encode_mark(nonce)))
             self._next = nonce
         else:
             puts, gone = [], []
             self._next = self.written
         return gone, puts, encode_local(fingerprint, ints, partials, self._next, tails,
-                                        buffer, PAIRS_VERSION if self.paged else 3)
+                                        buffer)
 
     def _page_writes(self) -> tuple[list[int], list[tuple[int, bytes]]]:
         """The pending writes as page writes: ``(pages to delete, (page, bytes) to put)``."""
@@ -830,71 +831,25 @@ class LanePairs:
             if gone:
                 self.map.delete_many(gone)
         self.written = self._next
-        self.mark = False
         self.pending.clear()
         self._pages.clear()
 
-    def _packed_local(self, data: bytes, version: int) -> tuple[Any, ...]:
-        """:func:`decode_local` of a packed local part that must be of pairs ``version``;
-        :class:`StateError` naming the key otherwise."""
-        if data[1:2] != bytes([version]):
-            error = version_error("window pairs", data[1] if len(data) > 1 else None,
-                                  READABLE_PAIRS_VERSIONS)
-            raise StateError(f"key {self.key!r}: {error}")
-        try:
-            return decode_local(data)
-        except CodecError as exc:
-            raise StateError(f"key {self.key!r}: {exc}") from None
-
     def reopened(self, data: bytes
                  ) -> tuple[str, list[int], list[Any], list[Any], list[tuple[int, Any]]]:
-        """A version-3 or -4 local part (from the metadata): ``(fingerprint, ints,
-        partials, tails, buffer)``; the lane then checks its map's mark on first access and
-        keeps the record's layout of the map (class docstring).
-        :class:`StateError` for a corrupt record or an unknown version."""
-        if data[:1] != bytes([PACKED_LOCAL]):
-            raise StateError(f"key {self.key!r}: corrupt window pairs record in the "
-                             f"metadata")
-        version = PAIRS_VERSION if data[1:2] == bytes([PAIRS_VERSION]) else 3
-        _, fingerprint, ints, partials, nonce, tails, buffer = \
-            self._packed_local(data, version)
-        self.paged = version == PAIRS_VERSION
+        """A local part (from the metadata): ``(fingerprint, ints, partials, tails,
+        buffer)``; the lane then checks its map's mark on first access (class docstring).
+        :class:`StateError` naming the key for a corrupt record or an unknown version."""
+        try:
+            fingerprint, ints, partials, nonce, tails, buffer = decode_local(data)
+        except CodecError as exc:
+            raise StateError(f"key {self.key!r}: {exc}") from None
         self.written = self.check = nonce
         return fingerprint, ints, partials, tails, buffer
-
-    def read_local(self) -> tuple[str, list[int], list[Any], int, list[Any] | None] | None:
-        """The lane's local-part record in the map, as versions 1 and 2 kept it
-        ``(fingerprint, ints, partials, nonce, tails)`` (``tails`` ``None`` in a version-1
-        record: they are in the map), or ``None`` if it has none; the next save then
-        replaces it with a mark. :class:`StateError` for a corrupt record, an unknown
-        version, or a version-3 mark (the metadata naming none: a call failed between the
-        two writes)."""
-        data = self.map.get_many([self.lane | LOCAL])[0]
-        if data is None:
-            return None
-        self.mark = True
-        self.paged = False      # its pairs are in the map one by one
-        if data[:1] == bytes([PAIRS_MARK]):
-            raise different_calls(self.key)     # the metadata holds no local part
-        if data[:1] == bytes([PACKED_LOCAL]):
-            _, fingerprint, ints, partials, nonce, tails, _ = self._packed_local(data, 2)
-            return fingerprint, ints, partials, nonce, tails
-        record = self._decode(data)
-        if not isinstance(record, list) or not record or record[0] != 1:
-            found = record[0] if isinstance(record, list) and record else record
-            raise StateError(f"key {self.key!r}: "
-                             f"{version_error('window pairs', found, READABLE_PAIRS_VERSIONS)}")
-        try:
-            fingerprint, ints, partials, nonce = record[1:]
-        except ValueError:
-            raise StateError(f"key {self.key!r}: corrupt window pairs record") from None
-        return fingerprint, ints, partials, nonce, None
 
 
 __all__ = [
     "LANE_SHIFT",
     "LOCAL",
-    "LOCALS_VERSION",
     "META_LOCALS",
     "PACKED_LOCAL",
     "PACKED_PAIR",
@@ -903,17 +858,19 @@ __all__ = [
     "PAIRS_MARK",
     "PAIRS_PAGE",
     "PAIRS_VERSION",
-    "READABLE_PAIRS_VERSIONS",
     "LanePairs",
+    "LocalPart",
     "MemoryPairMap",
     "PairMap",
     "decode_local",
     "decode_locals",
+    "decode_mark",
     "decode_page",
     "decode_pair",
     "different_calls",
     "encode_local",
     "encode_locals",
+    "encode_mark",
     "encode_page",
     "encode_pair",
     "is_page",

@@ -1,4 +1,5 @@
-"""The packed event-log segment: several log entries as one blob (format version 1).
+"""The packed event-log segment: several log entries as one blob (format version 1, the only
+one: any other version is refused naming it).
 
 For engines whose state calls cost a lot per element (PySpark pickles each element of a
 state call and sends it to the JVM), the engine adapter stores the entries of one
@@ -23,9 +24,8 @@ from adapters.state.codec import version_error
 
 #: Format name, as errors name it.
 SEGMENT_FORMAT = "swag event-log segment (SWGL)"
-#: Version written by this code, and the versions it reads.
+#: Version of the format: the only one read and written.
 SEGMENT_VERSION = 1
-READABLE_SEGMENT_VERSIONS = frozenset({1})
 
 _SEGMENT = struct.Struct(">4sBqqI")   # magic, version, min time, max time, entry count
 _ENTRY = struct.Struct(">qqI")        # time, seq, data length (then the data bytes)
@@ -45,7 +45,7 @@ def encode_segment(entries: Sequence[LogEntry]) -> bytes:
 
 def _header(blob: bytes) -> tuple[int, int, int]:
     """``(min time, max time, n)`` of a segment; :class:`StateError` if ``blob`` is not a
-    segment of a readable version."""
+    segment of :data:`SEGMENT_VERSION`."""
     try:
         magic, version, lo, hi, n = _SEGMENT.unpack_from(blob, 0)
     except struct.error:
@@ -53,8 +53,8 @@ def _header(blob: bytes) -> tuple[int, int, int]:
                          f"{_SEGMENT.size}-byte header") from None
     if magic != _MAGIC:
         raise StateError(f"not a {SEGMENT_FORMAT}: it starts with {magic!r}")
-    if version not in READABLE_SEGMENT_VERSIONS:
-        raise version_error(SEGMENT_FORMAT, version, READABLE_SEGMENT_VERSIONS)
+    if version != SEGMENT_VERSION:
+        raise version_error(SEGMENT_FORMAT, version, SEGMENT_VERSION)
     return lo, hi, n
 
 
@@ -83,5 +83,5 @@ def decode_segment(blob: bytes) -> list[LogEntry]:
     return out
 
 
-__all__ = ["READABLE_SEGMENT_VERSIONS", "SEGMENT_FORMAT", "SEGMENT_VERSION", "decode_segment",
-           "encode_segment", "segment_range"]
+__all__ = ["SEGMENT_FORMAT", "SEGMENT_VERSION", "decode_segment", "encode_segment",
+           "segment_range"]

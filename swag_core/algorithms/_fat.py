@@ -115,7 +115,7 @@ class FlatFAT:
         if len(values) < capacity:
             tree.extend([empty] * (capacity - len(values)))
         combine = self._combine
-        # Not _propagate's general loop with every leaf dirty: that loop's per-node change
+        # Not _propagate_levels' loop with every leaf dirty: that loop's per-node change
         # tracking makes a rebuild of 1024 leaves 1.7-1.8x slower with Sum, up to 1.4x with Max.
         # Descending heap index = level by level, bottom-up. Only nodes
         # whose leaves start inside the filled prefix can be non-empty.
@@ -239,8 +239,10 @@ class FlatFAT:
         try:
             if dirty[0] == _BROKEN:
                 self._recompute_all()
+            elif len(dirty) <= 2:
+                self._propagate_paths(dirty[0] >> 1, dirty[-1] >> 1, climb)
             else:
-                self._propagate(dirty, climb)
+                self._propagate_levels(sorted(dirty), climb)
         except BaseException:
             # combine raised half-way: some ancestors are stale and the early stop could
             # skip them, so the next flush recomputes every node (and raises again while the
@@ -252,43 +254,46 @@ class FlatFAT:
         """Recompute every internal node from the leaves (Algorithm 1 again)."""
         self.rebuild(self.tree[self.capacity:])
 
-    def _propagate(self, dirty: list[int], climb: bool) -> None:
-        """Algorithm 2 from the dirty leaf heap indices ``dirty``; with ``climb``, no early
-        stop at unchanged nodes (after a :meth:`clear`)."""
+    def _propagate_paths(self, h: int, b: int, climb: bool) -> None:
+        """Algorithm 2 (with ``climb``, no early stop at unchanged nodes: after a
+        :meth:`clear`) for one or two dirty leaves, the common slide (one eviction, one
+        insertion), from their parents ``h`` and ``b``: climb both paths until they meet,
+        then one path. :meth:`_propagate_levels` does the same nodes, but its per-level
+        bookkeeping (a sort, a parents list per level) costs more than the combines
+        themselves on this path. One loop body serves both paths: ``h`` is the node
+        recomputed now, ``b`` the next one (the other path's node on the same level, or
+        ``h``'s parent once the paths have met)."""
         tree = self.tree
         combine = self._combine
         empty = EMPTY
-        if len(dirty) <= 2:
-            # One or two dirty leaves, the common slide (one eviction, one insertion): climb
-            # both paths until they meet, then one path. The general loop below does the same
-            # nodes, but its per-level bookkeeping (a sort, a parents list per level) costs
-            # more than the combines themselves on this path. One loop body serves both paths:
-            # ``h`` is the node recomputed now, ``b`` the next one (the other path's node on
-            # the same level, or ``h``'s parent once the paths have met).
-            h = dirty[0] >> 1
-            b = dirty[-1] >> 1
-            while h:
-                left = tree[2 * h]
-                right = tree[2 * h + 1]
-                if left is empty:
-                    value = right
-                elif right is empty:
-                    value = left
-                else:
-                    value = combine(left, right)
-                if h != b:
-                    # Two paths: no early stop, the other path may still change the
-                    # common ancestors.
-                    tree[h] = value
-                    h, b = b, h >> 1
-                    continue
-                if value is tree[h] and not climb:
-                    return      # unchanged: the ancestors are already right
+        while h:
+            left = tree[2 * h]
+            right = tree[2 * h + 1]
+            if left is empty:
+                value = right
+            elif right is empty:
+                value = left
+            else:
+                value = combine(left, right)
+            if h != b:
+                # Two paths: no early stop, the other path may still change the
+                # common ancestors.
                 tree[h] = value
-                h >>= 1
-                b = h
-            return
-        level = sorted(dirty)   # a leaf written twice gives its parent twice in a row
+                h, b = b, h >> 1
+                continue
+            if value is tree[h] and not climb:
+                return      # unchanged: the ancestors are already right
+            tree[h] = value
+            h >>= 1
+            b = h
+
+    def _propagate_levels(self, level: list[int], climb: bool) -> None:
+        """Algorithm 2 level by level from the sorted dirty leaves ``level`` (a leaf written
+        twice gives its parent twice in a row): each level's changed parents are the next
+        level, until the root or a level where no node changed."""
+        tree = self.tree
+        combine = self._combine
+        empty = EMPTY
         while True:
             parents: list[int] = []
             append = parents.append

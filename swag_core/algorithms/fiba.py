@@ -116,6 +116,43 @@ def _establish(groups: list[list[Any]], node: _Node, level: int) -> list[Any]:
     return group
 
 
+def _interleaved(x: _Node, gt: list[int], gv: list[Any], gc: list[_Node]
+                 ) -> tuple[list[int], list[Any], list[_Node]]:
+    """The entries of node ``x`` and the new ones ``gt, gv`` (with their right children
+    ``gc`` for an internal node) merged by time: ``(times, values, right children)``, the
+    children list empty for a leaf. New lists; ``x`` is not changed."""
+    leaf = x.leaf
+    xt = x.times
+    xv = x.values
+    xc = x.children
+    mc: list[_Node] = []
+    if not xt or gt[0] > xt[-1]:
+        if not leaf:
+            mc = xc[1:] + gc
+        return xt + gt, xv + gv, mc
+    mt: list[int] = []
+    mv: list[Any] = []
+    i = 0
+    nx = len(xt)
+    for j in range(len(gt)):
+        t = gt[j]
+        while i < nx and xt[i] < t:
+            mt.append(xt[i])
+            mv.append(xv[i])
+            if not leaf:
+                mc.append(xc[i + 1])
+            i += 1
+        mt.append(t)
+        mv.append(gv[j])
+        if not leaf:
+            mc.append(gc[j])
+    mt.extend(xt[i:])
+    mv.extend(xv[i:])
+    if not leaf:
+        mc.extend(xc[i + 1:])
+    return mt, mv, mc
+
+
 class Fiba(Window):
     """Finger B-tree aggregator: out-of-order inserts, bulk evict and bulk insert.
 
@@ -666,9 +703,18 @@ class Fiba(Window):
     def _bulk_evict(self, t: int) -> int:
         """Evict every entry with time <= t, given oldest <= t < youngest (the boundary
         search, then Figs. 2 to 5 level by level); returns the boundary length."""
-        mu = self._mu
         boundary = self._eviction_boundary(t)
-        # ---- Step 2: pass up, bottom level first
+        self._repair_above(self._evict_boundary(boundary, t))
+        return len(boundary)
+
+    def _evict_boundary(self, boundary: list[tuple[_Node, _Node | None, _Node | None]],
+                        t: int) -> _Node:
+        """Step 2 of the bulk eviction, the pass up the ``boundary`` of
+        :meth:`_eviction_boundary`, bottom level first: each boundary node loses its entries
+        <= ``t``, then borrows from its neighbor (Fig. 2) or merges with it (Fig. 3); the
+        surviving boundary nodes form the new left spine. Returns the highest node touched
+        (for :meth:`_repair_above`)."""
+        mu = self._mu
         skip_up_to: _Node | None = None
         top: _Node | None = None
         prev_nb: _Node | None = None
@@ -710,21 +756,24 @@ class Fiba(Window):
             if level == 0:
                 self._reset_left_finger(spine)
             prev_nb = nb
-
-        # ---- repair loop beyond the boundary, then Step 3: pass down
         assert top is not None
+        return top
+
+    def _repair_above(self, top: _Node) -> None:
+        """The repair loop beyond the boundary from ``top`` (what :meth:`_evict_boundary`
+        returned), then Step 3 of the bulk eviction: the pass down that repairs the
+        aggregates."""
         if top.parent is None:
             hl = hr = True
             if not top.leaf and len(top.children) == 1:
                 top = top.children[0]
                 self._height_decrease()
-        elif len(top.times) + 1 >= mu:
+        elif len(top.times) + 1 >= self._mu:
             hl = top.ls
             hr = top.rs
         else:  # the ancestor above the boundary lost one entry
             top, hl, hr = self._rebalance_after_evict(top)
         self._repair_aggs(top, hl, hr)
-        return len(boundary)
 
     def _eviction_boundary(self, t: int
                            ) -> list[tuple[_Node, _Node | None, _Node | None]]:
@@ -1012,39 +1061,7 @@ class Fiba(Window):
         nodes of arity mu + 1 and a last one of arity mu .. 2*mu (paper Claim 1); ``x`` keeps
         the first chunk. Promoted separators go to the parent's group in ``nxt``. Returns the
         last node."""
-        mu = self._mu
-        leaf = x.leaf
-        xt = x.times
-        xv = x.values
-        xc = x.children
-        # merged entries: times mt, values mv, right children mc (internal nodes only)
-        mc: list[_Node] = []
-        if not xt or gt[0] > xt[-1]:
-            mt = xt + gt
-            mv = xv + gv
-            if not leaf:
-                mc = xc[1:] + gc
-        else:
-            mt = []
-            mv = []
-            i = 0
-            nx = len(xt)
-            for j in range(len(gt)):
-                t = gt[j]
-                while i < nx and xt[i] < t:
-                    mt.append(xt[i])
-                    mv.append(xv[i])
-                    if not leaf:
-                        mc.append(xc[i + 1])
-                    i += 1
-                mt.append(t)
-                mv.append(gv[j])
-                if not leaf:
-                    mc.append(gc[j])
-            mt.extend(xt[i:])
-            mv.extend(xv[i:])
-            if not leaf:
-                mc.extend(xc[i + 1:])
+        mt, mv, mc = _interleaved(x, gt, gv, gc)
         from_rs = x.rs or x.parent is None
         if x.parent is None:
             self._height_increase()
@@ -1052,16 +1069,33 @@ class Fiba(Window):
         assert p is not None
         x.rs = False
         # first chunk stays in x (keeps its identity, left-spine flag and the left finger)
+        mu = self._mu
         x.times = mt[:mu]
         x.values = mv[:mu]
-        if not leaf:
-            first_children = [xc[0], *mc[:mu]]
+        if not x.leaf:
+            first_children = [x.children[0], *mc[:mu]]
             for c in first_children:
                 c.parent = x
             x.children = first_children
         if _has_up(x):
             self._recalc(x)
-        group = _establish(nxt, p, next_level)
+        y = self._split_off(x.leaf, p, _establish(nxt, p, next_level), mt, mv, mc)
+        if from_rs:
+            y.rs = True
+            if self._rf is x:
+                self._rf = y
+        else:
+            self._recalc(y)
+        return y
+
+    def _split_off(self, leaf: bool, p: _Node, group: list[Any], mt: list[int],
+                   mv: list[Any], mc: list[_Node]) -> _Node:
+        """The new right siblings of :meth:`_bulk_split`: the merged entries ``mt, mv`` (and
+        right children ``mc``) after the first chunk become nodes of arity mu + 1 and a last
+        one of arity mu .. 2*mu under ``p``, each promoting its separator to the parent's
+        ``group``. A middle node is never on a spine: it gets its up aggregate here. Returns
+        the last node (its aggregate is the caller's: it may be on the right spine)."""
+        mu = self._mu
         pt = group[2]
         pv = group[3]
         pc = group[4]
@@ -1088,20 +1122,12 @@ class Fiba(Window):
             pos = end
             remaining -= size + 1
             if remaining == 0:
-                break
-            # a middle node is never on a spine: its up aggregate
+                return y
             if leaf:
                 y.agg = reduce(comb, y.values)
                 y.cnt = size
             else:
                 recalc(y)
-        if from_rs:
-            y.rs = True
-            if self._rf is x:
-                self._rf = y
-        else:
-            recalc(y)
-        return y
 
     # ------------------------------------------------------------------ range queries
     def query_since(self, time: int) -> Any:

@@ -32,6 +32,12 @@ tuple of the pair's one or two elements: raw partials, and at level 0 ``(time, l
 value)`` tuples, so the entry times are not kept in local memory either. Dead pairs (older
 than the level's head) are deleted in batches of ``buffer_pairs`` (``delete_many``).
 
+The slot numbering (:data:`SLOT_BITS`, :func:`slot`) is part of this module's contract with
+its :class:`PairStore` and is defined here only: the store sees nothing else of the levels.
+How slots become persisted map keys and bytes (lanes, pages, the format version) belongs to
+the store's owner, ``adapters/state/pairs.py``, which reads the numbering from here
+(swag_core imports nothing from ``adapters``).
+
 The algorithms are the in-memory classes' code unchanged (:mod:`swag_core.algorithms.mta`):
 the level lists are replaced by :class:`_Row` objects with the same list operations. Two
 differences: ``bulk_insert`` inserts one entry at a time (the in-memory level rebuild reads
@@ -43,8 +49,7 @@ hits) instead of a ``bisect`` over a time list.
 is then the small rest (positions per level, the tails, Log MTA's shifts and total, AMTA's
 result pair and stack), from which :meth:`reopen` rebuilds the window without a read: each
 level reads its head (a refill) when first used, so one operation after a reopen reads only
-the heads it touches (inserts touch tails only: no read). A local part without tails (an
-older store that holds the tails as pairs) reads each level's tail on its first use.
+the heads it touches (inserts touch tails only: no read).
 :meth:`park` is :meth:`flush` for a window saved after every operation: it keeps a write
 buffer that is not full local and returns it with the local part (the paper's buffer: the
 store is written once per ``buffer_pairs`` retired or modified pairs, not on every save),
@@ -183,7 +188,7 @@ class _Row:
         self.kv = kv
         self.level = level
         self.end = 0             # positions [0, end) exist
-        self.tail: list[Any] | None = []    # None: not read from the store yet
+        self.tail: list[Any] = []
         self.tail_from = 0       # tail = positions [tail_from, end), tail_from even
         self.cache: list[Any] = []
         self.c_lo = 0            # cache = positions [c_lo, c_lo + len(cache)), even bounds
@@ -195,12 +200,11 @@ class _Row:
 
     @classmethod
     def reopened(cls, kv: _Pairs, level: int, end: int, gc: int, fill: int,
-                 saved: Sequence[Any] | None) -> _Row:
+                 saved: Sequence[Any]) -> _Row:
         """The row of a level of ``end`` positions in a reopened window (every field set
         once: a cache miss reopens every level). ``saved``: its ``[tail, lo, head]``
         (:meth:`_KvsLayout.local_state`), whose lists become the row's tail and head cache
-        (taken over, not copied); ``None`` for a local part without tails (the tail is
-        read on first use). :class:`ValueError` if ``saved`` does not fit ``end``."""
+        (taken over, not copied). :class:`ValueError` if ``saved`` does not fit ``end``."""
         row = cls.__new__(cls)
         row.kv = kv
         row.level = level
@@ -208,11 +212,6 @@ class _Row:
         row.gc = gc
         row.fill = fill
         row.dirty = _CLEAN
-        if saved is None:
-            row.tail_from = row.c_lo = max(0, (end - 3) & ~1)
-            row.tail = None
-            row.cache = []
-            return row
         tail, lo, head = saved
         start = end - len(tail)
         if (start < 0 or start & 1 or len(tail) > _TAIL or lo < 0 or lo & 1
@@ -236,10 +235,7 @@ class _Row:
         if p < 0:
             p += self.end
         if p >= self.tail_from:
-            tail = self.tail
-            if tail is None:
-                tail = self._read_tail()
-            return tail[p - self.tail_from]
+            return self.tail[p - self.tail_from]
         i = p - self.c_lo
         if 0 <= i < len(self.cache):
             return self.cache[i]
@@ -249,10 +245,7 @@ class _Row:
         if p < 0:
             p += self.end
         if p >= self.tail_from:
-            tail = self.tail
-            if tail is None:
-                tail = self._read_tail()
-            tail[p - self.tail_from] = value
+            self.tail[p - self.tail_from] = value
             return
         i = p - self.c_lo
         if 0 <= i < len(self.cache):
@@ -269,29 +262,15 @@ class _Row:
 
     def append(self, value: Any) -> None:
         tail = self.tail
-        if tail is None:
-            tail = self._read_tail()
         tail.append(value)
         self.end += 1
         if len(tail) > _TAIL:
             self._retire()
 
-    def _read_tail(self) -> list[Any]:
-        """Read the tail from the store (a row reopened from a local part without tails,
-        ``PAIRS_VERSION`` 1, reads it on first use: one call; positions deleted as dead read
-        as ``None``, they are never used)."""
-        self.tail = _tails_of([self], self.kv.read(self.tail_slots()))[0]
-        return self.tail
-
-    def tail_slots(self) -> list[int]:
-        """The slots of the pairs of the tail."""
-        return [slot(self.level, q) for q in range(self.tail_from >> 1, (self.end + 1) >> 1)]
-
     def _retire(self) -> None:
         """The tail's oldest pair is final: to the buffer, and to the cache if the cache
         reaches up to it and has room (so a short window never reads the store)."""
         tail = self.tail
-        assert tail is not None
         q = self.tail_from >> 1
         pair = (tail[0], tail[1])
         del tail[:2]
@@ -379,22 +358,7 @@ class _Row:
 
     def resident(self) -> int:
         """Elements held in local memory by this row (tail and cache)."""
-        return len(self.tail or ()) + len(self.cache)
-
-
-def _tails_of(rows: list[_Row], pairs: list[Any]) -> list[list[Any]]:
-    """The tails of ``rows`` from ``pairs``, the values at their :meth:`_Row.tail_slots`
-    in order."""
-    it = iter(pairs)
-    tails = []
-    for row in rows:
-        tail: list[Any] = []
-        for _ in range(row.tail_from >> 1, (row.end + 1) >> 1):
-            pair = next(it)
-            tail.extend((None, None) if pair is None else pair)
-        del tail[row.end - row.tail_from:]
-        tails.append(tail)
-    return tails
+        return len(self.tail) + len(self.cache)
 
 
 class _LeafRow(_Row):
@@ -408,7 +372,7 @@ class _LeafRow(_Row):
 
     @classmethod
     def reopened(cls, kv: _Pairs, level: int, end: int, gc: int, fill: int,
-                 saved: Sequence[Any] | None) -> _Row:
+                 saved: Sequence[Any]) -> _Row:
         row = super().reopened(kv, level, end, gc, fill, saved)
         assert isinstance(row, _LeafRow)
         row.next_time = 0
@@ -634,18 +598,12 @@ class _KvsLayout(_MtaBase):
         pairs' elements, the positions ``end - len(tail)`` on) and the first
         :data:`HEAD_PAIRS` pairs of its head cache from position ``lo`` (the pair holding the
         level's head; ``[]`` if the cache does not hold it), O(log n) long in all; for
-        :meth:`reopen`. Tails not read since a reopen without them are read here, in one
-        store call."""
+        :meth:`reopen`."""
         return self._local_state(self._heads())
 
     def _local_state(self, heads: list[int]) -> tuple[list[int], list[Any], list[list[Any]]]:
         """:meth:`local_state`, ``heads`` the levels' :meth:`_heads`."""
         rows = self._v
-        unread = [row for row in rows if row.tail is None]
-        if unread:
-            keys = [k for row in unread for k in row.tail_slots()]
-            for row, tail in zip(unread, _tails_of(unread, self._kv.read(keys))):
-                row.tail = tail
         ints = [self._lo0, len(rows)]
         saved = []
         for row, head, base in zip(rows, heads, self._base):
@@ -654,9 +612,9 @@ class _KvsLayout(_MtaBase):
             lo = head & ~1 if head > 0 else 0
             i = lo - row.c_lo
             if cache and 0 <= i < len(cache):
-                saved.append([list(row.tail or ()), lo, cache[i:i + 2 * HEAD_PAIRS]])
+                saved.append([list(row.tail), lo, cache[i:i + 2 * HEAD_PAIRS]])
             else:
-                saved.append([list(row.tail or ()), 0, []])
+                saved.append([list(row.tail), 0, []])
         extra_ints, partials = self._local_extra()
         return ints + extra_ints, partials, saved
 
@@ -668,28 +626,25 @@ class _KvsLayout(_MtaBase):
 
     @classmethod
     def reopen(cls, aggregation: Aggregation, store: PairStore,
-               local: tuple[Sequence[int], Sequence[Any]]
-               | tuple[Sequence[int], Sequence[Any], Sequence[Sequence[Any]]]
+               local: tuple[Sequence[int], Sequence[Any], Sequence[Sequence[Any]]]
                | tuple[Sequence[int], Sequence[Any], Sequence[Sequence[Any]],
                        Sequence[tuple[int, Any]]], *,
                cache_pairs: int = 64, buffer_pairs: int = 64) -> Any:
         """The window that :meth:`local_state` described, over the ``store`` it flushed to
         (no read here; a level's head beyond what ``local`` holds is read on first use);
-        with a fourth element, the write buffer that :meth:`park` kept local.
-        ``local`` without rows (``(ints, partials)``: a store whose pairs include the tails,
-        as written before tails went with the local part) reads each level's tail on first
-        use. The lists of the rows (each level's tail and head) are taken over, not copied:
-        pass lists nothing else holds, as :meth:`local_state` and :meth:`park` return them.
+        with a fourth element, the write buffer that :meth:`park` kept local. The lists of
+        the rows (each level's tail and head) are taken over, not copied: pass lists nothing
+        else holds, as :meth:`local_state` and :meth:`park` return them.
         :class:`ValueError` if ``local`` is inconsistent."""
         self = cls.__new__(cls)
         Window.__init__(self, aggregation)
         kv = self._kv = _Pairs(store, cache_pairs, buffer_pairs, self)
         ints, partials = list(local[0]), list(local[1])
-        tails = local[2] if len(local) > 2 else None
+        tails = local[2]
         if len(local) > 3:
             kv.buffer.update(local[3])
         self._lo0, h = ints[0], ints[1]
-        if h < 1 or len(ints) < 2 + 3 * h or (tails is not None and len(tails) != h):
+        if h < 1 or len(ints) < 2 + 3 * h or len(tails) != h:
             raise ValueError(f"corrupt local part: {h} levels, {len(ints)} ints")
         # a refill reads at least what the local part keeps of a head: a reopened level
         # that evicts on then reads once per HEAD_PAIRS pairs, not per pair
@@ -698,7 +653,7 @@ class _KvsLayout(_MtaBase):
         for level in range(h):
             j = 2 + 3 * level
             rows.append((_Row if level else _LeafRow).reopened(
-                kv, level, ints[j], ints[j + 1], fill, None if tails is None else tails[level]))
+                kv, level, ints[j], ints[j + 1], fill, tails[level]))
         levels = self._v = _Levels(kv, rows)
         self._t = _Times(levels[0])  # type: ignore[assignment]
         self._base = ints[4:2 + 3 * h:3]

@@ -287,28 +287,19 @@ class Reactive(Window):
             self._span = s + 1
             self._n += 1
             return
+        self._insert_inside(time, value)
+
+    def _insert_inside(self, time: int, value: Any) -> None:
+        """Insert an entry strictly between the oldest and the youngest: it takes the free
+        slot nearest to its position (:meth:`_nearest_free`), the entries in between move one
+        step towards that slot."""
+        times = self._times
+        fat = self._fat
+        mask = len(times) - 1
+        front = self._front
+        s = self._span
         p = self._bisect_right(time)  # 0 < p < s: the new entry goes right before position p
-        t = fat.tree
-        empty = EMPTY
-        # Nearest free slot: a hole at q >= p (or q == s, after B), or at h < p (or h == -1,
-        # before F). The span is not full here, so both ends have a free slot.
-        if s == self._n:
-            if p <= s - p:
-                right, q = False, -1
-            else:
-                right, q = True, s
-        else:
-            d = 0
-            while True:
-                q = p + d
-                if q == s or (q < s and t[cap + ((front + q) & mask)] is empty):
-                    right = True
-                    break
-                q = p - 1 - d
-                if q == -1 or (q >= 0 and t[cap + ((front + q) & mask)] is empty):
-                    right = False
-                    break
-                d += 1
+        right, q = self._nearest_free(p)
         if right:
             if q == s:
                 self._span = s + 1
@@ -330,6 +321,28 @@ class Reactive(Window):
         times[j] = time
         fat.set(j, value)
         self._n += 1
+
+    def _nearest_free(self, p: int) -> tuple[bool, int]:
+        """The free slot nearest to logical position ``p`` (0 < p < span): ``(True, q)`` for a
+        hole at q >= p (or q == span, after B), ``(False, q)`` for one at q < p (or q == -1,
+        before F). The span is not full here, so both ends have a free slot."""
+        s = self._span
+        if s == self._n:    # no hole: the nearer end
+            return (False, -1) if p <= s - p else (True, s)
+        leaves = self._fat.tree
+        cap = len(self._times)
+        mask = cap - 1
+        front = self._front
+        empty = EMPTY
+        d = 0
+        while True:
+            q = p + d
+            if q == s or (q < s and leaves[cap + ((front + q) & mask)] is empty):
+                return True, q
+            q = p - 1 - d
+            if q == -1 or (q >= 0 and leaves[cap + ((front + q) & mask)] is empty):
+                return False, q
+            d += 1
 
     def _bulk_insert_lifted(self, batch: list[tuple[int, Any]]) -> None:
         """Merge a time-sorted batch into the side of the window that moves fewer entries (the

@@ -209,12 +209,11 @@ def test_failed_meta_write_before_a_first_write_is_detected() -> None:
 
 
 def test_a_miss_reads_the_local_part_with_the_metadata() -> None:
-    """A cache miss reopens the structure from the metadata value (pair format version 3,
-    with the write buffer and four head pairs per level): a call that inserts and evicts an
+    """A cache miss reopens the structure from the metadata value (its local part, with
+    the write buffer and four head pairs per level): a call that inserts and evicts an
     entry touches the map only when a write buffer fills, pairs die or a head moves past
-    what the local part holds, under one map call per miss on average (version 2: a read
-    and a write of the local part per call, and more); the rows equal those of the memory
-    layout."""
+    what the local part holds, under one map call per miss on average; the rows equal those
+    of the memory layout."""
     states = {layout: MemoryKeyState() for layout in ("kvs", "memory")}
     for layout, state in states.items():
         driver = WindowDriver(_query(layout))

@@ -1,7 +1,7 @@
-"""The pair map's packed format, versions 2 to 4 (``adapters/state/pairs.py``): exact round
-trips of the values the KVS layout stores, the JSON form for the rest, pages (version 4),
-versions 1 and 2 still read (and continued in version 3: the local parts in the metadata),
-version-3 lanes kept unpaged, and errors (not garbage) for corrupt or unknown bytes."""
+"""The pair map's format, version 4, the only one (``adapters/state/pairs.py``): exact round
+trips of the values the KVS layout stores, the JSON form for the rest, pages, the local parts
+in the metadata and the mark in the map, and errors (not garbage) for corrupt bytes or any
+other version."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from adapters.state.backend import MemoryKeyState
 from adapters.state.codec import decode_value, encode_value
 from adapters.state.pairs import (
     LOCAL,
+    META_LOCALS,
     PACKED_LOCAL,
     PACKED_PAIR,
     PAIRS_MARK,
@@ -28,10 +29,12 @@ from adapters.state.pairs import (
     MemoryPairMap,
     decode_local,
     decode_locals,
+    decode_mark,
     decode_page,
     decode_pair,
     encode_local,
     encode_locals,
+    encode_mark,
     encode_page,
     encode_pair,
     is_page,
@@ -70,11 +73,11 @@ def test_other_values_take_the_json_form(value: Any) -> None:
     assert decode_pair(data) == value
 
 
-def test_common_pairs_are_small_and_version_1_pairs_still_decode() -> None:
+def test_common_pairs_are_small_and_the_json_form_decodes() -> None:
     level0 = ((7, 2.5), (8, 1.0))
     data = encode_pair(level0)
     assert data[3:3 + 10] == b"((qd)(qd))" and len(data) == 3 + 10 + 32
-    assert decode_pair(encode_value(level0)) == level0      # a version-1 pair
+    assert decode_pair(encode_value(level0)) == level0
     assert decode_pair(encode_value((math.inf, -0.0))) == (math.inf, -0.0)
 
 
@@ -96,51 +99,51 @@ def test_corrupt_packed_pairs_raise(data: bytes) -> None:
 def test_local_record_round_trip_and_versions() -> None:
     tails = [[(1, 2.0), (2, None), (3, 1.5)], [4.0, 5.0]]
     data = encode_local("KvsAmta:max:x", [1, 2, 3, -2**63], [4.0, (1, 2)], 2**62 - 1, tails)
-    assert data[0] == PACKED_LOCAL
-    assert decode_local(data) == (4, "KvsAmta:max:x", [1, 2, 3, -2**63], [4.0, (1, 2)],
+    assert data[:2] == bytes([PACKED_LOCAL, PAIRS_VERSION])
+    assert decode_local(data) == ("KvsAmta:max:x", [1, 2, 3, -2**63], [4.0, (1, 2)],
                                   2**62 - 1, tails, [])
     with pytest.raises(CodecError):
         encode_local("f", [2**63], [], 0, [])
-    pm = MemoryPairMap()
-    pairs = LanePairs(pm, 0, "k")
-    # version 3: the local parts are in the metadata (encode_locals), read back as written
+    pairs = LanePairs(MemoryPairMap(), 0, "k")
+    # the local parts are in the metadata (encode_locals), read back as written
     ext = encode_locals([(0, data), (3, b"\x11x")])
+    assert ext[:2] == bytes([META_LOCALS, PAIRS_VERSION])
     assert decode_locals(ext) == {0: data, 3: b"\x11x"}
     assert pairs.reopened(data) == ("KvsAmta:max:x", [1, 2, 3, -2**63], [4.0, (1, 2)], tails,
                                     [])
-    assert pairs.check == pairs.written == 2**62 - 1 and pairs.paged
-    # a version-3 record: the same bytes but the version; its lane keeps one pair per key
-    v3 = data[:1] + bytes([3]) + data[2:]
-    assert decode_local(v3)[0] == 3
-    old = LanePairs(pm, 0, "k")
-    assert old.reopened(v3)[0] == "KvsAmta:max:x" and not old.paged
-    with pytest.raises(StateError,
-                       match=r"window pairs in the metadata: version 4 is unknown.*\[3\]"):
-        decode_locals(ext[:1] + bytes([4]) + ext[2:])
+    assert pairs.check == pairs.written == 2**62 - 1
+    for version in (1, 2, 3, 5):
+        with pytest.raises(StateError, match=rf"window pairs in the metadata: version "
+                                             rf"{version} is unknown.*version 4 only"):
+            decode_locals(ext[:1] + bytes([version]) + ext[2:])
+        with pytest.raises(StateError, match=rf"key 'k': window pairs record: version "
+                                             rf"{version} is unknown.*version 4 only"):
+            pairs.reopened(data[:1] + bytes([version]) + data[2:])
     with pytest.raises(StateError, match="corrupt window pairs in the metadata"):
         decode_locals(ext[:-1])
-    unknown = r"window pairs: version 5 is unknown.*\[1, 2, 3, 4\]"
-    with pytest.raises(StateError, match=unknown):
-        pairs.reopened(data[:1] + bytes([5]) + data[2:])
-    pm.put_many([(LOCAL, data[:1] + bytes([5]) + data[2:])])   # version 5 in the map
-    with pytest.raises(StateError, match=unknown):
-        pairs.read_local()
-    pm.put_many([(LOCAL, bytes([PAIRS_MARK, 3]) + bytes(8))])   # a mark, metadata without
-    with pytest.raises(StateError, match="different calls"):
-        pairs.read_local()
-    from tests.adapters.test_golden_formats import KVS
-    v2 = bytes.fromhex(KVS["over_max_amta_v2"]["pairs"][str(LOCAL)])
-    pm.put_many([(LOCAL, v2)])                                  # version 2 in the map
-    got = pairs.read_local()
-    assert got is not None and got[0].startswith("KvsAmta:") and got[4] is not None
-    pm.put_many([(LOCAL, data[:-3])])                           # truncated
-    with pytest.raises(StateError, match="key 'k'"):
-        pairs.read_local()
-    pm.put_many([(LOCAL, encode_value([1, "f", [0, 1, 0, 0, 0], [], 5]))])
-    assert pairs.read_local() == ("f", [0, 1, 0, 0, 0], [], 5, None)   # version 1
-    pm.put_many([(LOCAL, encode_value([5, "f", [], [], 5]))])
-    with pytest.raises(StateError, match=r"version 5 is unknown"):
-        pairs.read_local()
+    with pytest.raises(StateError, match="key 'k': corrupt"):
+        pairs.reopened(data[:-3])
+
+
+def test_the_mark_is_checked_on_the_first_map_access() -> None:
+    """A reopened lane reads its mark with its first read: the nonce its local part names,
+    else the key is refused (another call's pairs, or an unknown version of the mark)."""
+    data = encode_local("f", [0, 1, 0, 0, 0], [], 5, [[[], 0, []]])
+    for mark, error in [(encode_mark(5), None), (encode_mark(6), "different calls"),
+                        (None, "different calls"),
+                        (encode_mark(5)[:1] + bytes([3]) + encode_mark(5)[2:],
+                         r"key 'k': window pairs mark: version 3 is unknown.*4 only")]:
+        pm = MemoryPairMap()
+        if mark is not None:
+            pm.put_many([(LOCAL, mark)])
+        pairs = LanePairs(pm, 0, "k")
+        pairs.reopened(data)
+        if error is None:
+            assert pairs.get_many([1]) == [None] and pairs.check is None
+        else:
+            with pytest.raises(StateError, match=error):
+                pairs.get_many([1])
+    assert decode_mark(encode_mark(2**62)) == 2**62
 
 
 def _restored(name: str) -> MemoryKeyState:
@@ -148,58 +151,33 @@ def _restored(name: str) -> MemoryKeyState:
     return _kvs_state(KVS[name])
 
 
-@pytest.mark.parametrize("name", ["over_max_amta", "over_collect_log_mta",
-                                  "over_max_amta_v2", "over_collect_log_mta_v2",
-                                  "over_sum_mean_v2"])
-def test_an_older_key_goes_on_and_is_rewritten_in_version_3(name: str) -> None:
-    """A key restored from version-1 state (tails as pairs, JSON) or version-2 state (the
-    local part in the map), as earlier code wrote it, and its twin that this code wrote (the
-    same calls) emit the same rows on further calls; the old key's next save moves the local
-    part into the metadata and leaves a mark in the map's local slot, packed pairs, and a
-    restart from that reads on alike."""
+@pytest.mark.parametrize("name", sorted(samples.KVS_CHECKPOINTS))
+def test_a_restored_key_goes_on_as_its_twin(name: str) -> None:
+    """A key restored from the committed state and its twin that this code writes (the same
+    calls) emit the same rows on further calls, each through cache misses and a cached
+    driver; both keep their pairs in pages, and their marks and local parts in version 4."""
     from tests.golden.make_golden import _run_calls
 
     spec = samples.KVS_CHECKPOINTS[name]
     query = spec["query"]
     old, new = _restored(name), _run_calls(spec)
-    assert b"\x13" not in (old.get_meta() or b"") and b"\x13" in (new.get_meta() or b"")
-    more = [[(40 + t, {"v": (t * 5) % 13}) for t in range(c, c + 7)] for c in range(0, 28, 7)]
-    for i, events in enumerate(more):
-        got = []
-        for state in (old, new):
-            # a new driver per call: every call reopens from the state
-            got.append(WindowDriver(query).process("k", events, state,
-                                                    watermark=40 + 7 * i).rows)
-        assert got[0] == got[1] and got[0]
-    for state in (old, new):
-        assert state.pair_map().data[LOCAL][0] == PAIRS_MARK
-        assert b"\x13" in (state.get_meta() or b"")
-    assert all(decode_pair(v)[0] is not None for k, v in old.pair_map().data.items()
-               if k != LOCAL)
-    end = [WindowDriver(query).advance_watermark("k", "end", s).rows for s in (old, new)]
-    assert end[0] == end[1] and end[0]
-
-
-def test_a_version_3_key_goes_on_with_one_pair_per_map_key() -> None:
-    """A key whose pairs a version-3 swag wrote (one per map key) and its twin in pages (the
-    same calls, this code) emit the same rows on further calls, each through cache misses
-    and a cached driver; the old key's map keeps one pair per key (its lane's layout), the
-    new one pages."""
-    query = samples.KVS_CHECKPOINTS["over_max_long_v3"]["query"]
-    old, new = _restored("over_max_long_v3"), _restored("over_max_long_v4")
     cached = {id(s): WindowDriver(query) for s in (old, new)}
+    start = max(t for call in spec["calls"] for t, _ in call["events"]) + 1
     rows = 0
-    for i, c in enumerate(range(700, 1300, 50)):
+    for i, c in enumerate(range(start, start + 300, 50)):
         events = [(t, {"v": (t * 13) % 97}) for t in range(c, c + 50)]
         got = [(WindowDriver(query) if i % 3 == 0 else cached[id(s)]).process(
             "k", events, s, watermark=c - 5).rows for s in (old, new)]
         assert got[0] == got[1]
         rows += len(got[0])
-    assert rows > 500
-    keys = [k for k in old.pair_map().data if k & ((1 << 56) - 1) != LOCAL]
-    assert len(keys) > 20 and not any(is_page(k) for k in keys)
-    keys = [k for k in new.pair_map().data if k & ((1 << 56) - 1) != LOCAL]
-    assert keys and all(is_page(k) for k in keys) and len(keys) < 20
+    assert rows > 200
+    for state in (old, new):
+        data = state.pair_map().data
+        assert data[LOCAL][:2] == bytes([PAIRS_MARK, PAIRS_VERSION])
+        assert all(is_page(k) for k in data if k != LOCAL)
+        assert (state.get_meta() or b"").count(bytes([META_LOCALS, PAIRS_VERSION])) == 1
+    end = [WindowDriver(query).advance_watermark("k", "end", s).rows for s in (old, new)]
+    assert end[0] == end[1] and end[0]
 
 
 class CountingPairMap(MemoryPairMap):
@@ -229,8 +207,7 @@ class CountingState(MemoryKeyState):
 def test_pages_cut_the_map_keys_a_sliding_window_touches() -> None:
     """A window of 5,000 entries sliding by 200 per call, through cache misses: the map
     keys read, written and deleted per slid entry stay below 0.3 (0.22; with one pair per
-    map key, version 3: 3.5, each retired pair written, read back at the head and
-    deleted)."""
+    map key it was 3.5: each retired pair written, read back at the head and deleted)."""
     query = {"windows": [{"kind": "over", "range": 4999}],
              "aggregations": {"m": {"fn": "max", "field": "v"}}, "layout": "kvs"}
     state = CountingState()
@@ -247,7 +224,7 @@ def test_pages_cut_the_map_keys_a_sliding_window_touches() -> None:
 
 
 def test_decode_value_does_not_read_packed_pairs() -> None:
-    """A swag that knows only version 1 stops with its unknown-form error, no garbage."""
+    """The value codec stops at a packed pair with its unknown-form error, no garbage."""
     with pytest.raises(CodecError, match="form tag 0x10"):
         decode_value(encode_pair((1.0, 2.0)))
 
@@ -258,7 +235,7 @@ _partial = st.floats(allow_nan=False) | st.tuples(st.integers(0, 99), st.floats(
 @st.composite
 def _rows(draw: Any) -> list[list[Any]]:
     """Per level ``[tail, lo, head]`` as :meth:`local_state` gives them (level 0:
-    ``(time, partial)`` elements, sometimes ``None``, a dead position of a version-1 map)."""
+    ``(time, partial)`` elements, sometimes ``None``: not flat)."""
     h = draw(st.integers(1, 5))
     rows = []
     for level in range(h):
@@ -291,10 +268,8 @@ def test_local_record_round_trip(rows: list[list[Any]], partials: list[Any],
     """Any rows (flat or not), partials (all floats or not), ints and write buffer come
     back as given."""
     ints = [0, len(rows), *extra]
-    for version in (3, PAIRS_VERSION):
-        data = encode_local("fp", ints, partials, 7, rows, buffer, version)
-        assert _same(list(decode_local(data)), [version, "fp", ints, partials, 7, rows,
-                                                buffer])
+    data = encode_local("fp", ints, partials, 7, rows, buffer)
+    assert _same(list(decode_local(data)), ["fp", ints, partials, 7, rows, buffer])
 
 
 @given(st.dictionaries(st.integers(0, 63), st.binary(max_size=40), max_size=64))
@@ -316,7 +291,7 @@ def test_page_keys_are_told_from_the_local_slot() -> None:
 @pytest.mark.parametrize("data,match", [
     (b"", "corrupt window pairs page"),
     (bytes([PAIRS_MARK, 4, 0, 0]), "tag 0x12"),
-    (bytes([PAIRS_PAGE, 5, 0, 0]), r"page: version 5 is unknown.*\[4\]"),
+    (bytes([PAIRS_PAGE, 5, 0, 0]), r"^window pairs page: version 5 is unknown.*4 only"),
     (encode_page({1: b"abc"})[:-1], "does not fit"),
     (encode_page({1: b"abc"}) + b"x", "1 trailing bytes"),
     (bytes([PAIRS_PAGE, 4, 1, 0, 64, 0, 0, 0, 0]), "pair 64"),

@@ -14,6 +14,7 @@ from swag_core import (
     UnsupportedQueryError,
     algorithms_for,
     make_window,
+    range_query_algorithms,
 )
 from swag_core.aggregations import Collect, Max, Sum
 
@@ -52,6 +53,12 @@ def test_algorithms_for_respects_needs() -> None:
     assert "daba" in fits and "fiba" in fits
     assert "soe" not in fits and "slickdeque" not in fits
     assert "slickdeque" in algorithms_for(Max()) and "soe" in algorithms_for(Sum())
+
+
+def test_range_query_algorithms_are_those_with_range_queries() -> None:
+    names = range_query_algorithms()
+    assert names == [name for name in ALGORITHMS if ALGORITHMS[name].range_queries]
+    assert "fiba" in names and "flatfat" in names and "two_stacks" not in names
 
 
 def test_make_window_refuses_a_non_aggregation() -> None:

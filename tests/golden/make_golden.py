@@ -2,9 +2,9 @@
 
 Run by hand, never by CI: ``PYTHONPATH=. python -m tests.golden.make_golden``, in the core
 environment and in the Beam and Flink ones (for their state layouts). Run it only
-to add samples (a new format, a new version); the committed bytes of existing samples must
-never change, because they stand for checkpoints that users hold. The script keeps every
-sample already in a file as it is, unless ``--force`` is given.
+to add samples; each format has one version, and the committed bytes of existing samples
+must never change, because they stand for checkpoints that users hold. The script keeps
+every sample already in a file as it is, unless ``--force`` is given.
 """
 
 from __future__ import annotations
@@ -17,7 +17,14 @@ from typing import Any
 from adapters import WindowDriver
 from adapters.state.backend import MemoryKeyState
 from adapters.state.buckets import Bucket, KeyRecord, encode_bucket
-from adapters.state.codec import decode_meta, encode_entry, encode_meta, encode_value
+from adapters.state.codec import (
+    decode_meta,
+    encode_entry,
+    encode_meta,
+    encode_value,
+    split_meta,
+)
+from adapters.state.pairs import LOCAL, decode_locals, is_page
 from adapters.state.segments import encode_segment
 from tests.golden import samples
 
@@ -69,47 +76,73 @@ def _kvs_checkpoint(spec: dict[str, Any]) -> dict[str, Any]:
             "rows_at_end": json.loads(json.dumps(rows))}
 
 
-def _v1_checkpoint() -> dict[str, Any]:
-    spec = samples.V1_CHECKPOINT
-    meta = dict(spec["meta"])
-    meta = {"codec": 1, "q": WindowDriver(spec["query"]).query.fingerprint, **meta}
-    state = MemoryKeyState()
-    state.put_meta(encode_meta(meta))
-    state.add_events(spec["log"])
-    rows = WindowDriver(spec["query"]).advance_watermark("k", "end", state).rows
-    return {"query": spec["query"], "meta_hex": encode_meta(meta).hex(), "meta": meta,
-            "log": [_entry(*e) for e in spec["log"]], "rows_at_end": rows}
-
-
 def bucket(spec: tuple[Any, ...]) -> Bucket:
     """The :class:`Bucket` a ``samples.SPARK_BUCKETS`` entry stands for."""
     buckets, timer, live, dead, keys = spec
     return Bucket(buckets, timer, live, dead, {kid: KeyRecord(*rec) for kid, rec in keys.items()})
 
 
+def _with_version(data: bytes, at: int, version: int) -> bytes:
+    """``data`` with its version byte (at ``at``) set to ``version``."""
+    return data[:at] + bytes([version]) + data[at + 1:]
+
+
+def _unknown(fmt: str, data: bytes, error: str, match: str) -> dict[str, Any]:
+    return {"format": fmt, "hex": data.hex(), "error": error, "match": match}
+
+
+def _unknown_kvs_versions() -> dict[str, Any]:
+    """Each record of the KVS pair format with version byte 5."""
+    state = _run_calls(samples.KVS_CHECKPOINTS["over_max_long"])
+    meta = state.get_meta()
+    assert meta is not None
+    extension = split_meta(meta)[1]
+    assert extension is not None
+    record = decode_locals(extension)[0]
+    pairs = state.pair_map().data
+    page = next(v for k, v in sorted(pairs.items()) if is_page(k))
+    mark = pairs[LOCAL]
+    return {
+        "kvs_page_version_5": _unknown("kvs_page", _with_version(page, 1, 5), "CodecError",
+                                       r"^window pairs page: version 5 is unknown.*4 only"),
+        "kvs_local_part_version_5": _unknown(
+            "kvs_local", _with_version(record, 1, 5), "CodecError",
+            r"^window pairs record: version 5 is unknown.*4 only"),
+        "kvs_meta_extension_version_5": _unknown(
+            "kvs_locals", _with_version(extension, 1, 5), "StateError",
+            r"^window pairs in the metadata: version 5 is unknown.*4 only"),
+        "kvs_mark_version_5": _unknown("kvs_mark", _with_version(mark, 1, 5), "CodecError",
+                                       r"^window pairs mark: version 5 is unknown.*4 only"),
+    }
+
+
 def _unknown_versions() -> dict[str, Any]:
+    """One sample of an unknown version of every format (a form tag for values and entries,
+    which the metadata's codec version covers)."""
     meta3 = encode_meta({"codec": 3, "q": "0" * 16, "n": 1, "wm": None, "seq": 0, "rel": 0,
                          "late": 0, "pol": []})
-    segment = bytearray(encode_segment(samples.SPARK_SEGMENTS["three_entries"]))
-    segment[4] = 2  # the version byte
-    blob = bytearray(encode_bucket(bucket(samples.SPARK_BUCKETS["two_keys"])))
-    blob[4] = 3  # the version byte
+    segment = encode_segment(samples.SPARK_SEGMENTS["three_entries"])
+    blob = encode_bucket(bucket(samples.SPARK_BUCKETS["two_keys"]))
     return {
-        "spark_bucket_version_3": {"format": "spark_bucket", "hex": bytes(blob).hex(),
-                                   "error": "StateError",
-                                   "match": r"SWGB\): magic b'SWGB' version 3 is unknown.*\[2\]"},
-        "meta_codec_3": {"format": "meta", "hex": meta3.hex(),
-                         "error": "StateError", "match": r"codec version 3 is unknown.*\[1, 2\]"},
-        "meta_without_codec": {"format": "meta", "hex": b'{"q":"x"}'.hex(),
-                               "error": "StateError",
-                               "match": r"codec version None is unknown.*\[1, 2\]"},
-        "value_tag_0x04": {"format": "value", "hex": (b"\x04" + bytes(8)).hex(),
-                           "error": "CodecError", "match": r"form tag 0x04.*\[1, 2\]"},
-        "entry_tag_0x1f": {"format": "entry", "hex": b"\x1f[1]".hex(),
-                           "error": "CodecError", "match": r"form tag 0x1f.*\[1, 2\]"},
-        "spark_segment_version_2": {"format": "spark_segment", "hex": bytes(segment).hex(),
-                                    "error": "StateError",
-                                    "match": r"SWGL\): version 2 is unknown.*\[1\]"},
+        "spark_bucket_version_3": _unknown("spark_bucket", _with_version(blob, 4, 3),
+                                           "StateError",
+                                           r"^bucket state \(SWGB\): version 3 is unknown.*"
+                                           r"version 2 only"),
+        "meta_codec_3": _unknown("meta", meta3, "StateError",
+                                 r"^window-state metadata: codec version 3 is unknown.*"
+                                 r"codec version 2 only"),
+        "meta_without_codec": _unknown("meta", b'{"q":"x"}', "StateError",
+                                       r"^window-state metadata: codec version None is "
+                                       r"unknown.*codec version 2 only"),
+        "value_tag_0x04": _unknown("value", b"\x04" + bytes(8), "CodecError",
+                                   r"form tag 0x04.*codec version 2"),
+        "entry_tag_0x1f": _unknown("entry", b"\x1f[1]", "CodecError",
+                                   r"form tag 0x1f.*codec version 2"),
+        "spark_segment_version_2": _unknown("spark_segment", _with_version(segment, 4, 2),
+                                            "StateError",
+                                            r"^swag event-log segment \(SWGL\): version 2 is "
+                                            r"unknown.*version 1 only"),
+        **_unknown_kvs_versions(),
     }
 
 
@@ -156,20 +189,16 @@ def build() -> dict[str, dict[str, Any]]:
                                                  ("flink_state.json", _flink_layout())]
                if layout is not None}
     return {**engines,
-        "values.json": {
-            **{name: {"hex": encode_value(v).hex(), "canonical": True}
-               for name, v in samples.VALUES.items()},
-            **{name: {"hex": data.hex(), "canonical": False}
-               for name, (data, _) in samples.V1_VALUES.items()}},
+        "values.json": {name: {"hex": encode_value(v).hex(), "canonical": True}
+                        for name, v in samples.VALUES.items()},
         "entries.json": {name: _entry(time, seq, encode_entry(times, values))
                          for name, (time, seq, times, values) in samples.ENTRIES.items()},
         "spark_segments.json": {name: {"hex": encode_segment(entries).hex()}
                                 for name, entries in samples.SPARK_SEGMENTS.items()},
         "spark_buckets.json": {name: {"hex": encode_bucket(bucket(spec)).hex()}
                                for name, spec in samples.SPARK_BUCKETS.items()},
-        "checkpoints.json": {**{name: _checkpoint(spec)
-                                for name, spec in samples.CHECKPOINTS.items()},
-                             "codec_v1": _v1_checkpoint()},
+        "checkpoints.json": {name: _checkpoint(spec)
+                             for name, spec in samples.CHECKPOINTS.items()},
         "unknown_versions.json": _unknown_versions(),
         "kvs_pairs.json": {name: _kvs_checkpoint(spec)
                            for name, spec in samples.KVS_CHECKPOINTS.items()},

@@ -1,9 +1,10 @@
 """What the golden state samples hold: the decoded content the committed bytes must decode to.
 
-``make_golden.py`` encodes these into ``tests/golden/*.json`` (once, by hand, when a format
-gains a version); ``tests/adapters/test_golden_formats.py`` decodes the committed bytes with
-the current code and compares them with these definitions. Never regenerate the files to
-make that test pass: a failure means checkpoints written by released code no longer load.
+Each persisted format has one version, and these samples pin it. ``make_golden.py`` encodes
+them into ``tests/golden/*.json`` (once, by hand, when a sample is added);
+``tests/adapters/test_golden_formats.py`` decodes the committed bytes with the current code
+and compares them with these definitions. Never regenerate the files to make that test pass:
+a failure means checkpoints written by released code no longer load.
 """
 
 from __future__ import annotations
@@ -34,14 +35,6 @@ VALUES: dict[str, Any] = {
     "packed_float_infinity": -INF,
     "packed_record_floats": {"x": 1.0, "y": -2.5},
     "packed_record_mixed": {"v": 1.5, "n": None, "s": "é", "b": True, "i": 2**70, "z": INF},
-}
-
-#: Bytes written by codec version 1 (JSON only) and what they decode to; the current encoder
-#: writes these values in a packed form, so re-encoding is not byte-equal.
-V1_VALUES: dict[str, tuple[bytes, Any]] = {
-    "v1_float": (b"2.5", 2.5),
-    "v1_record": (b'{"v":1.5,"n":null}', {"v": 1.5, "n": None}),
-    "v1_record_nan": (b'{"v":{"$f":"nan"}}', {"v": NAN}),
 }
 
 #: Log entries (``encode_entry``): name -> (entry time, entry seq, times, values).
@@ -123,17 +116,6 @@ CHECKPOINTS: dict[str, dict[str, Any]] = {
     },
 }
 
-#: A checkpoint written by codec version 1 (JSON meta, one JSON entry per event).
-V1_CHECKPOINT: dict[str, Any] = {
-    "query": {"windows": [{"kind": "sliding", "range": 10, "slide": 5}],
-              "aggregations": {"ids": {"fn": "collect", "field": "id"},
-                               "s": {"fn": "sum", "field": "id"}}},
-    "meta": {"codec": 1, "n": 1, "wm": 6, "seq": 4, "rel": 2, "late": 1, "pol": []},
-    "log": [(3, 0, b'{"id":0,"v":0.5}'), (5, 1, b'{"id":1,"v":1.5}'),
-            (7, 2, b'{"id":2,"v":2.5}'), (12, 3, b'{"id":3,"v":3.5}')],
-}
-
-
 #: KVS-layout checkpoints (``adapters/state/pairs.py``): one key, calls on an OVER query with
 #: ``layout="kvs"``; recorded: meta, log (the entries with pending events only) and the pair
 #: map. Enough events that pairs leave the tails (levels of several pairs); the first call's
@@ -154,15 +136,8 @@ KVS_CHECKPOINTS: dict[str, dict[str, Any]] = {
         "calls": [{"events": [[t, t] for t in range(0, 30, 2)], "watermark": 25},
                   {"events": [[31, 100]], "watermark": 29}],
     },
-}
-
-#: The same calls in the pair map's format version 2 (packed pairs, the local part with the
-#: tails; ``adapters/state/pairs.py``), and a sum/mean sample whose partials are exact sums
-#: (ints beyond 64 bits, stored as packed big ints).
-KVS_CHECKPOINTS.update({
-    "over_max_amta_v2": KVS_CHECKPOINTS["over_max_amta"],
-    "over_collect_log_mta_v2": KVS_CHECKPOINTS["over_collect_log_mta"],
-    "over_sum_mean_v2": {
+    # partials that are exact sums (ints beyond 64 bits, stored as packed big ints)
+    "over_sum_mean": {
         "query": {"windows": [{"kind": "over", "range": 6}],
                   "aggregations": {"a": {"fn": "mean", "field": "v"},
                                    "s": {"fn": "sum", "field": "v"}},
@@ -170,30 +145,12 @@ KVS_CHECKPOINTS.update({
         "calls": [{"events": [[t, ((t * 7) % 11) / 4] for t in range(1, 20)], "watermark": 12},
                   {"events": [[20, -0.5], [21, 1e300]], "watermark": 20}],
     },
-})
-#: The same calls in version 3 (the local parts in the metadata's extension, a mark in the
-#: map's local slot).
-KVS_CHECKPOINTS.update({name[:-1] + "3": KVS_CHECKPOINTS[name]
-                        for name in ("over_max_amta_v2", "over_collect_log_mta_v2",
-                                     "over_sum_mean_v2")})
-#: The same calls in version 4 (the pairs in pages of the map), and a longer window whose
-#: pairs reach the map (a write buffer of 16 pairs filled, dead pairs deleted) in version 3
-#: (one pair per map key, written by commit 6d7a1c4) and 4 (in pages).
-_LONG = {
-    "query": {"windows": [{"kind": "over", "range": 300}],
-              "aggregations": {"m": {"fn": "max", "field": "v"}}, "layout": "kvs"},
-    "calls": [{"events": [[t, (t * 7) % 101] for t in range(c, c + 100)], "watermark": c + 95}
-              for c in range(0, 700, 100)],
-}
-KVS_CHECKPOINTS.update({name[:-1] + "4": KVS_CHECKPOINTS[name]
-                        for name in ("over_max_amta_v2", "over_collect_log_mta_v2",
-                                     "over_sum_mean_v2")})
-KVS_CHECKPOINTS.update({"over_max_long_v3": _LONG, "over_max_long_v4": _LONG})
-#: the pair map format version of each KVS sample (its local part's version)
-KVS_PAIRS_VERSIONS: dict[str, int] = {
-    "over_max_amta": 1, "over_collect_log_mta": 1,
-    "over_max_amta_v2": 2, "over_collect_log_mta_v2": 2, "over_sum_mean_v2": 2,
-    "over_max_amta_v3": 3, "over_collect_log_mta_v3": 3, "over_sum_mean_v3": 3,
-    "over_max_amta_v4": 4, "over_collect_log_mta_v4": 4, "over_sum_mean_v4": 4,
-    "over_max_long_v3": 3, "over_max_long_v4": 4,
+    # a longer window whose pairs reach the map (a write buffer of 16 pairs filled, dead pairs
+    # deleted, several pages)
+    "over_max_long": {
+        "query": {"windows": [{"kind": "over", "range": 300}],
+                  "aggregations": {"m": {"fn": "max", "field": "v"}}, "layout": "kvs"},
+        "calls": [{"events": [[t, (t * 7) % 101] for t in range(c, c + 100)],
+                   "watermark": c + 95} for c in range(0, 700, 100)],
+    },
 }
