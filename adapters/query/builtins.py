@@ -208,20 +208,21 @@ def _at_least_one(value: Any, path: str) -> int:
 
 
 _ALL = frozenset(FAST_PATHS)
-_DDOF = {"ddof": Param(1, _ddof, "1 sample, 0 population")}
+_DDOF = {"ddof": Param(1, _ddof, "sample, or 0: population")}
 _PAIR = StructOf((("value", INPUT), ("count", LONG)))
 for _builtin in (
-    Builtin("count", Count, LONG, "number of events; with `field`, of its present values",
+    Builtin("count", Count, LONG,
+            "number of events; with `field`, of its present values (SQL `COUNT(col)`)",
             reads=FIELD_OR_EVENT, missing=COUNT_PRESENT, paths=_ALL),
     Builtin("sum", Sum, WIDENED, "the sum (exact, rounded once)", paths=_ALL),
     Builtin("mean", Mean, DOUBLE, "the mean (exact, rounded once)", paths=_ALL),
     Builtin("min", Min, INPUT, "the smallest value", paths=_ALL),
     Builtin("max", Max, INPUT, "the largest value", paths=_ALL),
     Builtin("argmin", lambda: _arg(ArgMin, "argmin"), KEYED,
-            "the `result` field (else the event) of the smallest value, ties to the oldest",
+            "the `result` field (else the whole event) of the smallest value, ties to the oldest",
             reads=KEYED_PAIR, missing=SKIP_COMPARED),
     Builtin("argmax", lambda: _arg(ArgMax, "argmax"), KEYED,
-            "the `result` field (else the event) of the largest value, ties to the oldest",
+            "the `result` field (else the whole event) of the largest value, ties to the oldest",
             reads=KEYED_PAIR, missing=SKIP_COMPARED),
     Builtin("mincount", lambda: lowered_by(MinCount(), "mincount", list), _PAIR,
             "`[smallest value, its count]`"),
