@@ -78,6 +78,19 @@ class AggSpec:
     #: class of a custom aggregation): state holding its partials is checked against it.
     source: str = ""
 
+    @property
+    def keyed(self) -> bool:
+        """Whether the output's values are keyed pairs ``(compared value, result)``
+        (argmin, argmax: :data:`~adapters.query.builtins.KEYED_PAIR`)."""
+        builtin = BUILTINS.get(self.fn or "")
+        return builtin is not None and builtin.reads == KEYED_PAIR
+
+    @property
+    def reads_event(self) -> bool:
+        """Whether the output reads the whole event value (a custom aggregation; a keyed
+        built-in without a ``result`` field)."""
+        return self.fn is None or (self.keyed and not self.other_fields)
+
 
 def get_field(value: Any, name: str) -> Any:
     """``value[name]`` for mappings (dicts, pandas rows, Spark Rows), else ``getattr``; raises
