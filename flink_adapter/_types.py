@@ -28,6 +28,8 @@ from pyflink.common.typeinfo import BasicTypeInfo, ExternalTypeInfo, RowTypeInfo
 
 from adapters import BadEventError
 from adapters.engine.rows import row_columns
+from adapters.query.builtins import declared_output, output_type
+from adapters.query.output_types import BINARY, StructOf
 from adapters.query.specs import AggSpec, Query, get_field
 
 from . import _time
@@ -81,40 +83,43 @@ def from_ms(ms: Any, kind: str | None) -> Any:
     return _EPOCH + _dt.timedelta(milliseconds=ms)
 
 
-def aggregate_type(spec: AggSpec, raw: Any, fields: Mapping[str, TypeInformation],
+class _FlinkTypes:
+    """Flink's types of the engine-neutral output types (:mod:`adapters.query.output_types`);
+    ``None`` where Flink has none the adapter can fill (a list of timestamps)."""
+
+    def named(self, name: str) -> TypeInformation:
+        if name == "long":
+            return Types.LONG()
+        if name == "double":
+            return Types.DOUBLE()
+        assert name == "binary", name
+        return Types.PRIMITIVE_ARRAY(Types.BYTE())
+
+    def array(self, element: TypeInformation) -> TypeInformation | None:
+        return Types.LIST(element) if time_kind(element) is None else None
+
+    def struct(self, fields: list[tuple[str, TypeInformation]]) -> TypeInformation:
+        return Types.ROW_NAMED([name for name, _ in fields], [t for _, t in fields])
+
+    def numeric(self, t: TypeInformation) -> str | None:
+        return "long" if is_integral(t) else "double" if is_floating(t) else None
+
+
+FLINK_TYPES = _FlinkTypes()
+
+
+def aggregate_type(spec: AggSpec, fields: Mapping[str, TypeInformation],
                    row_type: TypeInformation | None,
                    output_types: Mapping[str, TypeInformation]) -> TypeInformation:
     """The Flink type of output column ``spec.name`` given the input field types
-    (``fields``; empty when unknown) and the type of a whole event value (``row_type``)."""
+    (``fields``; empty when unknown) and the type of a whole event value (``row_type``):
+    ``output_types[spec.name]`` if given, else the built-in's declared output type
+    (:data:`adapters.query.builtins.BUILTINS`), else (a custom aggregation, an unknown
+    field type) ``PICKLED_BYTE_ARRAY``."""
     if spec.name in output_types:
         return output_types[spec.name]
-    pickled = Types.PICKLED_BYTE_ARRAY()
-    fn = spec.fn
-    if fn is None:
-        return pickled
-    if fn == "count":
-        return Types.LONG()
-    if fn in ("mean", "variance", "stddev", "geomean"):
-        return Types.DOUBLE()
-    if fn == "bloom":
-        return Types.PRIMITIVE_ARRAY(Types.BYTE())
-    if fn in ("argmin", "argmax"):
-        result = raw.get("result") if isinstance(raw, Mapping) else None
-        if result is None:
-            return row_type if row_type is not None else pickled
-        return fields.get(result, pickled)
-    ft = fields.get(spec.field) if spec.field is not None else None
-    if ft is None:
-        return pickled
-    if fn == "sum":
-        return Types.LONG() if is_integral(ft) else Types.DOUBLE() if is_floating(ft) else pickled
-    if fn in ("min", "max", "first", "last"):
-        return ft
-    if fn == "collect":
-        return Types.LIST(ft) if time_kind(ft) is None else pickled
-    if fn in ("mincount", "maxcount"):
-        return Types.ROW_NAMED(["value", "count"], [ft, Types.LONG()])
-    return pickled
+    t = output_type(spec, FLINK_TYPES, fields.get, row_type)
+    return Types.PICKLED_BYTE_ARRAY() if t is None else t
 
 
 @dataclass
@@ -222,12 +227,13 @@ def layout_and_type(query: Query, raw_aggs: Mapping[str, Any], key_type: TypeInf
     types: list[TypeInformation] = [bound_types[c] for c in columns[:n_bounds]]
     converters: dict[str, str] = {}
     for spec in query.aggregations:
-        t = aggregate_type(spec, raw_aggs.get(spec.name), fields, row_type
-                           if value_field is None else None, output_types)
+        t = aggregate_type(spec, fields, row_type if value_field is None else None,
+                           output_types)
         types.append(t)
-        if spec.fn in ("mincount", "maxcount") and isinstance(t, RowTypeInfo):
+        declared = declared_output(spec)
+        if isinstance(declared, StructOf) and isinstance(t, RowTypeInfo):
             converters[spec.name] = "pair"
-        elif spec.fn == "bloom":
+        elif declared == BINARY:
             converters[spec.name] = "bytes"
         elif t is row_type and row_type is not None:
             converters[spec.name] = "row"

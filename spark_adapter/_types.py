@@ -37,7 +37,6 @@ from pyspark.sql.types import (
     FloatType,
     IntegerType,
     LongType,
-    MapType,
     ShortType,
     StringType,
     StructField,
@@ -45,6 +44,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from adapters.query.builtins import declared_output, output_type
+from adapters.query.output_types import StructOf
 from adapters.query.specs import AggSpec
 
 INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
@@ -188,50 +189,51 @@ def _field_type(fields: Mapping[str, DataType], name: str, agg: str) -> DataType
     return fields[name]
 
 
+class _SparkTypes:
+    """Spark's types of the engine-neutral output types (:mod:`adapters.query.output_types`)."""
+
+    def named(self, name: str) -> DataType:
+        return {"long": LongType(), "double": DoubleType(), "binary": BinaryType()}[name]
+
+    def array(self, element: DataType) -> DataType:
+        return ArrayType(element, True)
+
+    def struct(self, fields: list[tuple[str, DataType]]) -> DataType:
+        return StructType([StructField(name, t, True) for name, t in fields])
+
+    def numeric(self, t: DataType) -> str | None:
+        return "long" if isinstance(t, INTEGRAL) else "double" if isinstance(t, FLOATING) \
+            else None
+
+
+SPARK_TYPES = _SparkTypes()
+
+
 def aggregate_type(spec: AggSpec, raw: Any, fields: Mapping[str, DataType],
                    output_types: Mapping[str, Any]) -> DataType:
     """The Spark type of output column ``spec.name``, in terms of the *original* column types
-    (``fields``: value column name -> Spark type). ``raw`` is the user's spec (a dict for the
-    built-in aggregations). ``output_types`` overrides (and is required for custom
-    aggregation objects)."""
+    (``fields``: value column name -> Spark type): ``output_types[spec.name]`` if given (a DDL
+    string or a DataType; required for custom aggregation objects), else the built-in's
+    declared output type (:data:`adapters.query.builtins.BUILTINS`). ``raw``, the user's
+    spec, is not needed: the parsed spec holds what it says."""
     from pyspark.sql.types import _parse_datatype_string
 
     if spec.name in output_types:
         t = output_types[spec.name]
         return _parse_datatype_string(t) if isinstance(t, str) else t
-    fn = spec.fn
-    if fn is None:
+    if spec.fn is None:
         raise SparkTypeError(
             f"aggregation {spec.name!r} is a custom aggregation: give its Spark result type "
             f"in output_types={{{spec.name!r}: 'double'}} (a DDL string or a DataType)")
-    if fn == "count":
-        return LongType()
-    if fn in ("mean", "variance", "stddev", "geomean"):
-        return DoubleType()
-    if fn == "bloom":
-        return BinaryType()
-    assert spec.field is not None
-    ft = _field_type(fields, spec.field, spec.name)
-    if fn == "sum":
-        if isinstance(ft, INTEGRAL):
-            return LongType()
-        if isinstance(ft, FLOATING):
-            return DoubleType()
-        raise SparkTypeError(f"aggregation {spec.name!r}: sum needs a numeric column, "
-                             f"{spec.field!r} is {ft.simpleString()}")
-    if fn in ("min", "max", "first", "last"):
-        return ft
-    if fn == "collect":
-        return ArrayType(ft, True)
-    if fn in ("mincount", "maxcount"):
-        return StructType([StructField("value", ft, True), StructField("count", LongType())])
-    if fn in ("argmin", "argmax"):
-        result = raw.get("result") if isinstance(raw, Mapping) else None
-        if result is not None:
-            return _field_type(fields, result, spec.name)
-        return StructType([StructField(n, t, True) for n, t in fields.items()])
-    raise SparkTypeError(f"aggregation {spec.name!r}: no Spark type known for fn {fn!r}; "
-                         f"give it in output_types")
+    row = StructType([StructField(n, t, True) for n, t in fields.items()])
+    dt = output_type(spec, SPARK_TYPES, lambda name: _field_type(fields, name, spec.name), row)
+    if dt is None:
+        column = "" if spec.field is None else \
+            f" of column {spec.field!r} ({fields[spec.field].simpleString()})"
+        raise SparkTypeError(f"aggregation {spec.name!r}: {spec.fn}{column} has no Spark type "
+                             f"(it needs a numeric column); cast the column or give the type "
+                             f"in output_types")
+    return dt
 
 
 def aggregate_encoder(spec: AggSpec, dt: DataType) -> Callable[[Any], Any] | None:
@@ -244,10 +246,11 @@ def aggregate_encoder(spec: AggSpec, dt: DataType) -> Callable[[Any], Any] | Non
             data = x.to_bytes() if hasattr(x, "to_bytes") else bytes(x)
             return base64.b64encode(data).decode("ascii")
         return encode_binary
-    if spec.fn in ("mincount", "maxcount"):
-        def encode_pair(x: Any) -> Any:
-            return None if x is None else {"value": x[0], "count": x[1]}
-        return encode_pair
-    if isinstance(dt, MapType):
-        return None
+    declared = declared_output(spec)
+    if isinstance(declared, StructOf):  # lowered as a sequence in the declared field order
+        names = [name for name, _ in declared.fields]
+
+        def encode_struct(x: Any) -> Any:
+            return None if x is None else dict(zip(names, x))
+        return encode_struct
     return None

@@ -224,8 +224,7 @@ def _aggregate_type(spec: AggSpec, raw: Any, value_types: Mapping[str, DataType]
     is a struct of the event columns only (the key and time columns are not part of the
     row's value even when another aggregation reads them)."""
     dt = T.aggregate_type(spec, raw, value_types, output_types)
-    if (spec.fn in ("argmin", "argmax") and not spec.other_fields
-            and spec.name not in output_types):
+    if spec.reads_event and spec.name not in output_types:
         return StructType([StructField(c, value_types[c], True) for c in event_names])
     return dt
 

@@ -70,6 +70,7 @@ from adapters.driver.kvs_lanes import is_kvs
 from adapters.driver.results import LateEvent, Output
 from adapters.driver.time_lane import TimeLane, due_window_ends, end_after
 from adapters.errors import CodecError, StateError
+from adapters.query.builtins import CROSS_KEY, fns_taking
 from adapters.query.specs import AggSpec
 from adapters.state.backend import KeyState, StateBackend
 from adapters.state.codec import (
@@ -98,7 +99,7 @@ _I64_MIN, _I64_MAX = -2**63, 2**63 - 1
 #: by binary search). Enumerating is no slower than that generator, and faster when each
 #: event falls in many windows (range much longer than slide).
 _DENSE_WINDOWS = 4096
-_FNS = ("max", "min", "sum", "mean")
+_FNS = fns_taking(CROSS_KEY)
 #: the value types a log column must hold, by whether its field is an int field
 _TYPES = {False: frozenset({float}), True: frozenset({int})}
 
@@ -380,8 +381,8 @@ class BatchRuntime:
         for fn, kernel in zip(fns, kernels):
             # count of events reads no field; the others (count of the field included) read
             # the intake's one field
-            if not ((fn == "count" and kernel.field is None)
-                    or ((fn in _FNS or fn == "count") and kernel.field in intake.fields)):
+            if fn not in _FNS or not ((fn == "count" and kernel.field is None)
+                                      or kernel.field in intake.fields):
                 return None
         if all(k.field is None for k in kernels) or \
                 lane.sliding[0][2] // lane.width > MAX_SLICES:

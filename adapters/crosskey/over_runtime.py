@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from adapters.driver.kernels import kernel_for
+from adapters.query.builtins import OVER, fns_taking
 from adapters.query.specs import OverWindow, Query
 from swag_core.exact import COUNTERS, FRACTION_BITS, ONE_FLOAT, fixed, lift_float, ratio_to_float
 
@@ -112,7 +113,7 @@ def over_outputs(query: Query) -> OverPlan | None:
     outputs = []
     for spec in query.aggregations:
         kernel = kernel_for(spec)
-        if kernel is None:
+        if kernel is None or spec.fn not in fns_taking(OVER):
             return None
         if spec.fn == "count" and kernel.field is None:
             outputs.append(OverOutput(spec.name, "count", None, False))

@@ -285,7 +285,7 @@ def _present(x: Any) -> Any:
 
 
 def _shown(x: Any, spec: AggSpec) -> str:
-    if spec.fn in ("argmin", "argmax") and isinstance(x, tuple) and len(x) == 2:
+    if spec.keyed and isinstance(x, tuple) and len(x) == 2:
         x = x[0]
     return f"{x!r:.60}"
 

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable
 from functools import reduce
 from typing import Any, NamedTuple
 
+from adapters.query.builtins import KERNEL, fns_taking
 from adapters.query.specs import AggSpec, is_missing, plain_field
 from swag_core import Aggregation
 from swag_core.aggregations import Count, Max, Mean, Min, Sum
@@ -161,6 +162,8 @@ _PROBE = [float("3"), -1.5, float("3"), 7, 0.25, float("7"), 0.0, -0.0, 2**70, 1
 
 def kernel_for(spec: AggSpec) -> Kernel | None:
     """The kernel of an output, or ``None`` if it has none (or the probe disagrees)."""
+    if spec.fn not in fns_taking(KERNEL):
+        return None
     if spec.fn == "count" and spec.extract is None and type(spec.aggregation) is Count:
         return Kernel(_count, _count_onto, _accepts_anything, None)
     if spec.fn == "count":

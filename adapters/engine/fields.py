@@ -42,7 +42,7 @@ def fields_read(query: Query) -> FieldsRead:
             if w.field is not None:
                 names.add(w.field)
     for a in query.aggregations:
-        if a.fn is None or (a.fn in ("argmin", "argmax") and not a.other_fields):
+        if a.reads_event:
             whole = True
         if a.field is not None:
             names.add(a.field)

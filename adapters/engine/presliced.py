@@ -38,6 +38,7 @@ from typing import Any
 
 from adapters.driver.kernels import kernel_for
 from adapters.driver.time_lane import slice_grid
+from adapters.query.builtins import PRESLICED, fns_taking
 from adapters.query.specs import AggSpec, Query, SlidingWindow, lifted_aggregation
 from swag_core import Aggregation
 from swag_core.exact import from_sum
@@ -45,7 +46,7 @@ from swag_core.exact import from_sum
 #: the partial holding a slice's event count
 COUNT_FIELD = "#n"
 #: the aggregation fns with a per-slice partial
-SLICEABLE_FNS = ("count", "max", "min", "sum", "mean")
+SLICEABLE_FNS = fns_taking(PRESLICED)
 
 
 def partial_field(fn: str, field: str | None) -> str:

@@ -9,12 +9,33 @@ measure aggregation and its lift from ``(time, value)``; :func:`policy_rule` the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from adapters.query.specs import PolicyWindow, exact_number, get_field
+from adapters.query.specs import PolicyWindow, get_field
 from swag_core import Aggregation
+from swag_core.errors import InvalidValueError
+
+
+def exact_number(x: Any) -> int | Fraction:
+    """``x`` as an exact number (``int`` or ``Fraction``), refusing bools, NaN and infinities."""
+    if type(x) is int:
+        return x
+    if type(x) is bool or x is None:
+        raise InvalidValueError(f"needs a number, got {x!r}")
+    if isinstance(x, int):
+        return int(x)
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise InvalidValueError(f"needs a finite number, got {x!r}")
+        return Fraction(x)
+    try:
+        return Fraction(x)
+    except (TypeError, ValueError):
+        raise InvalidValueError(f"needs a number, got {x!r} ({type(x).__name__})") from None
+
 
 
 def _measure_combine(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -138,7 +138,7 @@ def test_kernels_give_bit_identical_rows(events: list[tuple[int, Any]], marks: l
                                          case: tuple[str, int, int]) -> None:
     """The kernel fold does the same Python operations in the same order as lift +
     combine: rows are identical (==, and the same types), not just close."""
-    from adapters.query.specs import _SIMPLE_FNS
+    from adapters.query.builtins import BUILTINS
     fn, range_, slide = case
     window = [{"kind": "sliding", "range": range_, "slide": slide}]
     if fn == "count":
@@ -147,10 +147,10 @@ def test_kernels_give_bit_identical_rows(events: list[tuple[int, Any]], marks: l
     elif fn == "all":  # several outputs, count of events among them
         fast_aggs = {"n": {"fn": "count"}, "a": {"fn": "mean", "field": "v"},
                      "m": {"fn": "max", "field": "v"}}
-        slow_aggs = {"n": Count(), "a": ("v", Mean()), "m": ("v", _SIMPLE_FNS["max"]())}
+        slow_aggs = {"n": Count(), "a": ("v", Mean()), "m": ("v", BUILTINS["max"].monoid())}
     else:
         fast_aggs = {"x": {"fn": fn, "field": "v"}}
-        slow_aggs = {"x": ("v", _SIMPLE_FNS[fn]())}
+        slow_aggs = {"x": ("v", BUILTINS[fn].monoid())}
     fast = WindowDriver({"windows": window, "aggregations": fast_aggs})
     slow = WindowDriver({"windows": window, "aggregations": slow_aggs})
     assert kernel_mode(fast) and not kernel_mode(slow)
