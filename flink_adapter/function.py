@@ -11,7 +11,8 @@ It only translates between Flink and :class:`adapters.WindowDriver`:
   old registration first. A firing calls ``driver.advance_watermark`` with the current
   watermark, which at the end of bounded input (or in batch execution, where each key's
   timers fire after its elements) is ``Long.MAX_VALUE``: everything left is released at once.
-* State: :class:`flink_adapter.state.FlinkKeyState` over managed keyed state.
+* State: :class:`flink_adapter.state.FlinkKeyState` over managed keyed state (declared per
+  execution mode: :mod:`flink_adapter.state`).
 
 Rows leave as ``Row`` objects in the declared output order (:mod:`flink_adapter._types`).
 """
@@ -37,6 +38,7 @@ from .state import (
     log_descriptor,
     meta_descriptor,
     pairs_descriptor,
+    runs_embedded,
     timer_descriptor,
 )
 
@@ -74,10 +76,12 @@ class SwagProcessFunction(KeyedProcessFunction):
         self._driver = WindowDriver(self._query, algorithm=self._algorithm,
                                     max_cached_keys=self._max_cached_keys,
                                     time_field=time_field)
-        pairs = (runtime_context.get_map_state(pairs_descriptor())
+        embedded = runs_embedded(runtime_context)  # thread mode declares bytes differently
+        pairs = (runtime_context.get_map_state(pairs_descriptor(embedded))
                  if uses_pairs(self._driver.query) else None)
-        self._state = FlinkKeyState(runtime_context.get_state(meta_descriptor()),
-                                    runtime_context.get_map_state(log_descriptor()), pairs)
+        self._state = FlinkKeyState(runtime_context.get_state(meta_descriptor(embedded)),
+                                    runtime_context.get_map_state(log_descriptor(embedded)),
+                                    pairs)
         self._timer = runtime_context.get_state(timer_descriptor())
         self._armed = KeyCache()  # copy of swag_timer: one state read less per element
         self._extract = (None if self._time is None else
