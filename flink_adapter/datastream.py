@@ -139,7 +139,8 @@ def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
         key_type, output_types: declared Flink types of the key and of aggregate columns
             (defaults: derived from the input ``Row`` type, else ``PICKLED_BYTE_ARRAY``).
         max_cached_keys: bound of the per-task structure cache.
-        with_late_output: return :class:`Aggregated` ``(rows, late)`` instead of the rows.
+        with_late_output: return :class:`Aggregated` ``(rows, late)`` instead of the rows
+            (without it, late elements are only counted).
         nulls: ``"skip"`` (default, as Flink SQL): the built-in aggregations leave out null
             (``None``) and NaN values of their field, and give null for a window without
             any other; ``count`` of a field counts the other values. ``"error"``: a null or
@@ -167,8 +168,9 @@ def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
     rows_layout, out_type = layout_and_type(parsed, raw, ktype, input_type, value,
                                             dict(output_types or {}))
     late_tag = OutputTag(LATE_TAG_NAME, input_type or Types.PICKLED_BYTE_ARRAY())
-    fn = SwagProcessFunction(query, rows_layout, LATE_TAG_NAME, time=time,
-                             algorithm=algorithm, max_cached_keys=max_cached_keys)
+    # a late tag only when the late stream is read (thread mode: function.py)
+    fn = SwagProcessFunction(query, rows_layout, LATE_TAG_NAME if with_late_output else None,
+                             time=time, algorithm=algorithm, max_cached_keys=max_cached_keys)
     keyed = _with_watermarks(stream, watermark, time, rows_layout).key_by(
         _key_selector(key, rows_layout), ktype)
     rows = keyed.process(fn, out_type).name(name)
