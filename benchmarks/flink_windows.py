@@ -39,6 +39,7 @@ import glob
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -281,6 +282,62 @@ def sql_over(events: list[tuple[str, int, float]], k: int = 0) -> Rows:
     return sorted((o, int(t), float(d), float(w), int(n)) for o, t, d, w, n in rows)
 
 
+def _noop_function_class() -> type:
+    from pyflink.datastream import KeyedProcessFunction
+
+    class NoOp(KeyedProcessFunction):  # type: ignore[misc]
+        """Takes every element and emits nothing."""
+
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            return iter(())
+
+    return NoOp
+
+
+def floor(events: list[tuple[str, int, float]], k: int = 0, mode: str = "process") -> Rows:
+    """PyFlink's own per-element path in front of swag's function, without swag: the same
+    source, a Python timestamp assigner and key selector (what ``watermark=`` and ``key=``
+    add), a keyed process function that does nothing, no rows."""
+    from pyflink.common import Duration, Types
+    from pyflink.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
+
+    class ByTime(TimestampAssigner):  # type: ignore[misc]
+        def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+            return int(value[1])
+
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)) \
+        .with_timestamp_assigner(ByTime())
+    out = (_source(_env(mode), events).assign_timestamps_and_watermarks(strategy)
+           .key_by(lambda r: r[0], Types.STRING())
+           .process(_noop_function_class()(), Types.STRING()))
+    return _run_to_files(out)
+
+
+def floor_thread(events: list[tuple[str, int, float]], k: int = 0) -> Rows:
+    """:func:`floor` in thread mode."""
+    return floor(events, k, mode="thread")
+
+
+def floors(events: list[tuple[str, int, float]]) -> dict[str, Any]:
+    """Own events per CPU second of :func:`floor` in both modes on ``events`` (two runs
+    each, alternating, and the tiny job before and after)."""
+    fns = (floor, floor_thread)
+    for fn in fns:  # warm-up (the JVM's start, the embedded interpreter's)
+        measure(fn, events[:N_TINY], 0)
+    tiny = {fn.__name__: [measure(fn, events[:N_TINY], 0)] for fn in fns}
+    runs = {fn.__name__: [measure(fn, events, 0)] for fn in fns}
+    for fn in fns[::-1]:
+        runs[fn.__name__].append(measure(fn, events, 0))
+    for fn in fns:
+        tiny[fn.__name__].append(measure(fn, events[:N_TINY], 0))
+    out: dict[str, Any] = {"load_average_1min": round(os.getloadavg()[0], 2),
+                           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    for name, rs in runs.items():
+        fixed = {m: sum(r[m] for r in tiny[name]) / 2 for m in ("wall_s", "cpu_s")}
+        out[name] = [own(r, fixed) for r in rs]
+    return out
+
+
 # ---------------------------------------------------------------- timing
 def tree_cpu_seconds() -> float:
     """CPU seconds of this process and all its descendants so far, including descendants
@@ -511,6 +568,7 @@ def run(quick: bool = False) -> dict[str, Any]:
                 cell[name] = own(cell[name], fixed[name])
     split = breakdown(events[:n_swag], 60, fixed["swag_windows"]["cpu_s"])
     payload = {"cells": cells, "fixed": fixed, "breakdown": split, "quick": quick,
+               "floor": floors(events[:n_swag]),
                "n_tiny": N_TINY, "apache_flink": getattr(pyflink, "__version__", "2.3")}
     path = save("flink_windows", payload,
                 clock="wall (time.perf_counter) and whole-job CPU (/proc)")
@@ -672,6 +730,8 @@ def markdown(payload: dict[str, Any]) -> str:
     out.append("![Flink windows](img/flink_windows.png)\n")
     out += _goals(windows, over)
     out.append("")
+    if payload.get("floor"):
+        out.append(_floor_markdown(payload["floor"]))
     out.append(_breakdown_markdown(payload["breakdown"]))
     return "\n".join(out)
 
@@ -688,3 +748,29 @@ def _breakdown_markdown(b: dict[str, Any]) -> str:
             + table(["part", "CPU us per event", "share"],
                     [[name, f"{v:.1f}", f"{v / total:.0%}"] for name, v in parts.items()]
                     + [["total", f"{total:.1f}", ""]]))
+
+
+def add_floor() -> None:
+    """Measure :func:`floors` and store them in the recorded results (the rest unchanged):
+    ``.venvs/flink/bin/python -m benchmarks.flink_windows --floor``."""
+    payload = common.load("flink_windows") or {}
+    payload["floor"] = floors(sorted_flights(N_SWAG))
+    (common.RESULTS / "flink_windows.json").write_text(
+        json.dumps(payload, indent=1, sort_keys=True))
+    print(_floor_markdown(payload["floor"]))
+
+
+def _floor_markdown(f: dict[str, Any]) -> str:
+    def eps(name: str) -> str:
+        return " and ".join(_eps(r["own_cpu_eps"]) for r in f[name])
+    return (f"**PyFlink's floor** ({f['date']}, load {f['load_average_1min']}): the same job "
+            f"with a keyed process function that does nothing (Python timestamp assigner, "
+            f"key selector, no rows), own events per CPU second: process mode {eps('floor')}, "
+            f"thread mode {eps('floor_thread')} (two runs each).\n")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--floor"]:
+        raise SystemExit("usage: python -m benchmarks.flink_windows --floor "
+                         "(the whole benchmark: python -m benchmarks flink_windows)")
+    add_floor()
