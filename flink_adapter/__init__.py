@@ -1,7 +1,8 @@
 """flink_adapter: exact sliding-window aggregation for PyFlink, on the DataStream and Table
 APIs.
 
->>> from flink_adapter import sliding_aggregate, sliding
+>>> from flink_adapter import local_environment, sliding_aggregate, sliding
+>>> env = local_environment()   # thread mode; local_environment("process") for workers
 >>> rows = sliding_aggregate(flights, key="origin", time="dep_ms", watermark="1 minute",
 ...                          window=sliding("1 hour", "10 minutes"),
 ...                          aggregations={"worst": {"fn": "max", "field": "delay"}})
@@ -14,6 +15,7 @@ from adapters import BadEventError, QuerySpecError
 from adapters.query.windows import count_window, over, sliding, tumbling
 
 from .datastream import LATE_TAG_NAME, Aggregated, sliding_aggregate
+from .environment import local_environment, python_settings
 from .function import METRICS_GROUP, SwagProcessFunction
 from .state import FlinkKeyState
 from .table import sliding_aggregate_table
@@ -27,7 +29,9 @@ __all__ = [
     "QuerySpecError",
     "SwagProcessFunction",
     "count_window",
+    "local_environment",
     "over",
+    "python_settings",
     "sliding",
     "sliding_aggregate",
     "sliding_aggregate_table",

@@ -102,6 +102,19 @@ def _with_watermarks(stream: DataStream, watermark: Any,
     return stream.assign_timestamps_and_watermarks(strategy)
 
 
+def _checked_query(window: Any, windows: Sequence[Any] | None, aggregations: Any,
+                   allowed_lateness: Any, nulls: str, layout: str, algorithm: str | None,
+                   time: Any) -> tuple[dict[str, Any], Any]:
+    """The driver's query dict and its parsed form, validated now (errors name the bad
+    field) rather than when the job runs."""
+    query = _query(window, windows, aggregations, allowed_lateness, nulls, layout)
+    parsed = parse_query(query)
+    WindowDriver(parsed, algorithm=algorithm)
+    if time is not None and not (isinstance(time, str) or callable(time)):
+        raise TypeError(f"time must be None, a field name or a function, got {time!r}")
+    return query, parsed
+
+
 def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
                       aggregations: Mapping[str, Any] | Any, window: Any = None,
                       windows: Sequence[Any] | None = None,
@@ -112,7 +125,7 @@ def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
                       output_types: Mapping[str, TypeInformation] | None = None,
                       max_cached_keys: int | None = None, with_late_output: bool = False,
                       name: str = "swag", nulls: str = "skip", layout: str = "memory") -> Any:
-    """Exact window aggregates per key over a ``DataStream``.
+    """Exact window aggregates per key over a ``DataStream`` (``docs/flink.md``).
 
     Args:
         stream: the input; elements are ``Row`` objects (or anything ``key``/``time``/the
@@ -120,61 +133,48 @@ def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
         key: the key field name, or a function ``element -> key`` (give ``key_type``).
         window / windows: one window spec or a list (rows carry ``window``, the index):
             :func:`sliding`, :func:`tumbling`, :func:`over`, :func:`count_window`, dicts or
-            ``adapters`` spec objects; durations in integer ms, ``timedelta`` or strings
-            such as ``"1 hour"``.
+            ``adapters`` spec objects; durations in integer ms, ``timedelta`` or strings.
         aggregations: ``{output: spec}``: built-ins (``{"fn": "max", "field": "delay"}``),
             a ``swag_core.Aggregation``, a ``(field, aggregation)`` pair, or a PyFlink
             ``AggregateFunction`` (its ``merge`` must be associative).
         time: ``None``: the element's Flink timestamp; or a field name / function giving
-            integer ms, a ``datetime`` (naive: UTC) or an ``Instant``.
-        value: the field holding the event value the aggregations read (default: the whole
-            element; a named ``Row`` is read by field name).
-        watermark: ``None``: use the stream's own timestamps and watermarks; a duration:
-            ``WatermarkStrategy.for_bounded_out_of_orderness`` of that bound, with
-            timestamps from ``time``; or a ``WatermarkStrategy``.
-        allowed_lateness: L: an event older than ``watermark - L`` is late (side output
-            and counter ``swag.late_events``); windows are emitted once ``watermark - L``
-            has passed them.
-        algorithm: force a ``swag_core`` algorithm (default: the selection guide).
+            integer ms, a ``datetime`` (naive: UTC) or an ``Instant``. ``value``: the field
+            the aggregations read (default: the whole element).
+        watermark: ``None``: the stream's own timestamps and watermarks; a duration: a
+            bounded out-of-orderness strategy with timestamps from ``time``; or a
+            ``WatermarkStrategy``.
+        allowed_lateness: L: an event older than ``watermark - L`` is late (counter
+            ``swag.late_events``); windows are emitted once ``watermark - L`` passed them.
+        algorithm, max_cached_keys: force a ``swag_core`` algorithm; bound the per-task
+            structure cache.
         key_type, output_types: declared Flink types of the key and of aggregate columns
             (defaults: derived from the input ``Row`` type, else ``PICKLED_BYTE_ARRAY``).
-        max_cached_keys: bound of the per-task structure cache.
-        with_late_output: return :class:`Aggregated` ``(rows, late)`` instead of the rows.
-        nulls: ``"skip"`` (default, as Flink SQL): the built-in aggregations leave out null
-            (``None``) and NaN values of their field, and give null for a window without
-            any other; ``count`` of a field counts the other values. ``"error"``: a null or
-            NaN value is bad input (``BadEventError`` naming the key and field). Custom
-            aggregations get every value as it is (``docs/adapters.md``, "Missing values").
-        layout: where a key's per-event (over) window structure lives (``Query.layout``):
-            ``"memory"`` (default: rebuilt from the key's log after a restart or a cache
-            miss), ``"kvs"`` (the MTA KVS layout in the ``swag_pairs`` ``MapState``: O(log n)
-            in the worker, reopened instead of rebuilt; ``docs/adapters.md``, "The KVS
-            layout") or ``"auto"`` (moves a key's structure once it is large).
+        with_late_output: return :class:`Aggregated` ``(rows, late input elements)``.
+        nulls: ``"skip"`` (default, as Flink SQL): built-ins leave out null and NaN values;
+            ``"error"``: such a value is bad input (``BadEventError``).
+        layout: where a key's per-event window structure lives: ``"memory"`` (default),
+            ``"kvs"`` (the ``swag_pairs`` ``MapState``) or ``"auto"``.
 
     Returns:
-        A ``DataStream`` of ``Row`` with declared ``Types.ROW_NAMED`` fields ``window, key,
-        start, end`` (per-event windows: ``window, key, time, event``) and the aggregates;
-        times in integer ms. Each window is emitted once, when final.
+        A ``DataStream`` of ``Row`` (``window, key, start, end``; per-event windows ``window,
+        key, time, event``; then the aggregates; times in ms), each window once, when final.
     """
-    query = _query(window, windows, aggregations, allowed_lateness, nulls, layout)
-    parsed = parse_query(query)
-    WindowDriver(parsed, algorithm=algorithm)  # validate now: errors name the bad field
-    if time is not None and not (isinstance(time, str) or callable(time)):
-        raise TypeError(f"time must be None, a field name or a function, got {time!r}")
+    query, parsed = _checked_query(window, windows, aggregations, allowed_lateness, nulls,
+                                   layout, algorithm, time)
     input_type = stream.get_type()
     ktype = key_type_of(key, input_type, key_type)
-    raw = query["aggregations"]
-    rows_layout, out_type = layout_and_type(parsed, raw, ktype, input_type, value,
-                                            dict(output_types or {}))
-    late_tag = OutputTag(LATE_TAG_NAME, input_type or Types.PICKLED_BYTE_ARRAY())
-    fn = SwagProcessFunction(query, rows_layout, LATE_TAG_NAME, time=time,
-                             algorithm=algorithm, max_cached_keys=max_cached_keys)
+    rows_layout, out_type = layout_and_type(parsed, query["aggregations"], ktype, input_type,
+                                            value, dict(output_types or {}))
+    # a late tag only when the late stream is read (thread mode: function.py)
+    fn = SwagProcessFunction(query, rows_layout, LATE_TAG_NAME if with_late_output else None,
+                             time=time, algorithm=algorithm, max_cached_keys=max_cached_keys)
     keyed = _with_watermarks(stream, watermark, time, rows_layout).key_by(
         _key_selector(key, rows_layout), ktype)
     rows = keyed.process(fn, out_type).name(name)
-    if with_late_output:
-        return Aggregated(rows, rows.get_side_output(late_tag))
-    return rows
+    if not with_late_output:
+        return rows
+    late_tag = OutputTag(LATE_TAG_NAME, input_type or Types.PICKLED_BYTE_ARRAY())
+    return Aggregated(rows, rows.get_side_output(late_tag))
 
 
 __all__ = ["LATE_TAG_NAME", "Aggregated", "sliding_aggregate"]

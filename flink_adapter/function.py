@@ -4,14 +4,15 @@ It only translates between Flink and :class:`adapters.WindowDriver`:
 
 * ``process_element``: the event time (the element's timestamp, or the ``time`` field or
   function) and the value go to ``driver.process`` with the operator's current watermark
-  (``W = wm + 1``, :mod:`flink_adapter._time`); late events go to the late ``OutputTag`` and
-  the ``swag.late_events`` counter.
+  (``W = wm + 1``, :mod:`flink_adapter._time`); late events go to the late ``OutputTag``
+  (when there is one) and the ``swag.late_events`` counter.
 * **One live event-time timer per key**, kept at the driver's next timer ``N`` (registered at
   ``N - 1``): its time is held in the ``swag_timer`` value state, so a new target deletes the
   old registration first. A firing calls ``driver.advance_watermark`` with the current
   watermark, which at the end of bounded input (or in batch execution, where each key's
   timers fire after its elements) is ``Long.MAX_VALUE``: everything left is released at once.
-* State: :class:`flink_adapter.state.FlinkKeyState` over managed keyed state.
+* State: :class:`flink_adapter.state.FlinkKeyState` over managed keyed state (declared per
+  execution mode: :mod:`flink_adapter.state`).
 
 Rows leave as ``Row`` objects in the declared output order (:mod:`flink_adapter._types`).
 """
@@ -37,6 +38,7 @@ from .state import (
     log_descriptor,
     meta_descriptor,
     pairs_descriptor,
+    runs_embedded,
     timer_descriptor,
 )
 
@@ -52,13 +54,15 @@ class SwagProcessFunction(KeyedProcessFunction):
         layout: how driver values and rows map to Flink ``Row`` objects.
         late_tag: the id of the side output of late elements (the original input elements;
             the Python side only needs the id, and a typed ``OutputTag`` holds Java objects
-            that cannot be pickled).
+            that cannot be pickled), or ``None``: late elements are only counted. Give a tag
+            only when the job reads that side output: in thread mode PyFlink 2.3 passes a
+            side output no operator reads into the main output, as ``(tag, element)``.
         time: ``None`` (the element's timestamp), a field name, or a function
             ``element -> time`` (int ms, ``datetime``, ``Instant``).
         algorithm, max_cached_keys: passed to the driver.
     """
 
-    def __init__(self, query: dict[str, Any], layout: OutputLayout, late_tag: str, *,
+    def __init__(self, query: dict[str, Any], layout: OutputLayout, late_tag: str | None, *,
                  time: str | Callable[[Any], Any] | None = None,
                  algorithm: str | None = None, max_cached_keys: int | None = None) -> None:
         self._query = query
@@ -74,15 +78,17 @@ class SwagProcessFunction(KeyedProcessFunction):
         self._driver = WindowDriver(self._query, algorithm=self._algorithm,
                                     max_cached_keys=self._max_cached_keys,
                                     time_field=time_field)
-        pairs = (runtime_context.get_map_state(pairs_descriptor())
+        embedded = runs_embedded(runtime_context)  # thread mode declares bytes differently
+        pairs = (runtime_context.get_map_state(pairs_descriptor(embedded))
                  if uses_pairs(self._driver.query) else None)
-        self._state = FlinkKeyState(runtime_context.get_state(meta_descriptor()),
-                                    runtime_context.get_map_state(log_descriptor()), pairs)
+        self._state = FlinkKeyState(runtime_context.get_state(meta_descriptor(embedded)),
+                                    runtime_context.get_map_state(log_descriptor(embedded)),
+                                    pairs)
         self._timer = runtime_context.get_state(timer_descriptor())
         self._armed = KeyCache()  # copy of swag_timer: one state read less per element
         self._extract = (None if self._time is None else
                          time_extractor(self._time, self._layout.read, _time.to_ms))
-        self._late_tag = OutputTag(self._late_tag_id)
+        self._late_tag = None if self._late_tag_id is None else OutputTag(self._late_tag_id)
         group = runtime_context.get_metrics_group().add_group(METRICS_GROUP)
         self._late_counter = group.counter("late_events")
         self._rows_counter = group.counter("rows")
@@ -98,7 +104,8 @@ class SwagProcessFunction(KeyedProcessFunction):
         self._arm(ctx, key, out.next_timer, fired=False)
         if out.late:
             self._late_counter.inc(len(out.late))
-            yield self._late_tag, value
+            if self._late_tag is not None:
+                yield self._late_tag, value
         yield from self._emit(out.rows, layout)
 
     def on_timer(self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext

@@ -1,7 +1,6 @@
 """The driver's per-key state (:class:`adapters.KeyState`) on Flink managed keyed state.
 
-* **meta** (``swag_meta``): a ``ValueState`` of ``bytes`` (``PRIMITIVE_ARRAY(BYTE)``), read
-  and written once per call.
+* **meta** (``swag_meta``): a ``ValueState`` of ``bytes``, read and written once per call.
 * **event log** (``swag_log``): a ``MapState`` from the entry's arrival number ``seq`` (long)
   to ``(time, data)`` (long, bytes). Appending an entry is one ``put``; the driver's
   ``remove_events(before, keys)`` hands over exactly the ``(time, seq)`` of the entries to
@@ -22,6 +21,18 @@ key's state only through the operator instance that owns the key, and a restore 
 builds new instances (whose copies start empty), so the copy always equals the state; it
 saves a state read per call each (figures: ``docs/flink.md``, "Benchmark").
 
+**Declared types per execution mode.** A ``bytes`` value is declared as
+``PRIMITIVE_ARRAY(BYTE)`` in process mode (PyFlink's default: the Python worker codes it as
+raw bytes). In thread mode (:mod:`flink_adapter.environment`) PyFlink 2.3 converts a declared
+array with ``ArrayDataConverter`` (``pyflink/fn_execution/embedded/converters.py``), which
+turns an absent value into ``tuple(None)`` (``TypeError: 'NoneType' object is not
+iterable``) and a present one into a tuple of ints, so there the value is declared
+``PICKLED_BYTE_ARRAY`` (``PickleDataConverter``: ``None`` stays ``None``, ``bytes`` come back
+as ``bytes``; the JVM holds a ``byte[]``). Process mode stores what it always did. A
+checkpoint restores only in the mode that wrote it whatever the declaration: process mode
+keeps every state as the worker's coded bytes (Flink's ``BeamKeyedStateStore``), thread mode
+in the declared Java types.
+
 ``read_events`` is only called when the driver's process-local cache misses (a new task, a
 restore from a checkpoint, a rescaled key); it reads the whole map once. Nothing stored here
 is pickled: the bytes are the shared codec's (``adapters.state.codec``).
@@ -33,6 +44,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pyflink.common import Types
+from pyflink.common.typeinfo import TypeInformation
 from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 
 from adapters import StateError
@@ -44,6 +56,8 @@ TIMER_NAME = "swag_timer"
 PAIRS_NAME = "swag_pairs"
 
 _BYTES = Types.PRIMITIVE_ARRAY(Types.BYTE())
+#: ``bytes`` in thread mode, where a declared byte array fails on an absent value.
+_EMBEDDED_BYTES = Types.PICKLED_BYTE_ARRAY()
 #: Keys a :class:`KeyCache` holds before it starts over (each entry is a few dozen bytes).
 CACHE_KEYS = 65_536
 #: What :meth:`KeyCache.get` returns for a key it does not hold.
@@ -52,19 +66,33 @@ MISSING: Any = object()
 NO_KEY: Any = object()
 
 
-def meta_descriptor() -> ValueStateDescriptor:
+def bytes_type(embedded: bool = False) -> TypeInformation:
+    """The declared type of a ``bytes`` state value: ``PRIMITIVE_ARRAY(BYTE)``, or in thread
+    mode (``embedded``) ``PICKLED_BYTE_ARRAY`` (module docstring)."""
+    return _EMBEDDED_BYTES if embedded else _BYTES
+
+
+def meta_descriptor(embedded: bool = False) -> ValueStateDescriptor:
     """The ``ValueState<byte[]>`` holding the driver's metadata."""
-    return ValueStateDescriptor(META_NAME, _BYTES)
+    return ValueStateDescriptor(META_NAME, bytes_type(embedded))
 
 
-def log_descriptor() -> MapStateDescriptor:
+def log_descriptor(embedded: bool = False) -> MapStateDescriptor:
     """The ``MapState<Long, Tuple2<Long, byte[]>>`` holding the event log by ``seq``."""
-    return MapStateDescriptor(LOG_NAME, Types.LONG(), Types.TUPLE([Types.LONG(), _BYTES]))
+    return MapStateDescriptor(LOG_NAME, Types.LONG(),
+                              Types.TUPLE([Types.LONG(), bytes_type(embedded)]))
 
 
-def pairs_descriptor() -> MapStateDescriptor:
+def pairs_descriptor(embedded: bool = False) -> MapStateDescriptor:
     """The ``MapState<Long, byte[]>`` of the KVS layout's pairs."""
-    return MapStateDescriptor(PAIRS_NAME, Types.LONG(), _BYTES)
+    return MapStateDescriptor(PAIRS_NAME, Types.LONG(), bytes_type(embedded))
+
+
+def runs_embedded(runtime_context: Any) -> bool:
+    """True when the function runs in PyFlink's thread mode (Python embedded in the JVM
+    through PEMJA): its runtime context is PyFlink's embedded one. (The embedded modules
+    cannot be imported to compare classes: they need PEMJA's JVM bridge.)"""
+    return ".embedded." in type(runtime_context).__module__
 
 
 def timer_descriptor() -> ValueStateDescriptor:
@@ -190,5 +218,6 @@ class FlinkKeyState:
 
 
 __all__ = ["CACHE_KEYS", "LOG_NAME", "META_NAME", "MISSING", "NO_KEY", "PAIRS_NAME",
-           "TIMER_NAME", "FlinkKeyState", "FlinkPairMap", "KeyCache", "log_descriptor",
-           "meta_descriptor", "pairs_descriptor", "timer_descriptor"]
+           "TIMER_NAME", "FlinkKeyState", "FlinkPairMap", "KeyCache", "bytes_type",
+           "log_descriptor", "meta_descriptor", "pairs_descriptor", "runs_embedded",
+           "timer_descriptor"]

@@ -1,4 +1,5 @@
-"""One JVM per test session (PyFlink's gateway), a fresh execution environment per job.
+"""One JVM per test session (PyFlink's gateway), a fresh execution environment per job, in
+either Python execution mode (``MODES``: jobs of both modes share the JVM).
 
 Outside ``.venvs/flink`` (no PyFlink) the Flink tests are not collected; without Java,
 ``make test-flink`` stops first with ``scripts/check_java.sh``'s message.
@@ -7,7 +8,6 @@ Outside ``.venvs/flink`` (no PyFlink) the Flink tests are not collected; without
 from __future__ import annotations
 
 import importlib.util
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -17,24 +17,19 @@ if importlib.util.find_spec("pyflink") is None:
     collect_ignore_glob = ["test_*.py"]
 
 
-def make_env(streaming: bool = True, parallelism: int = 1,
-             config: dict[str, str] | None = None) -> Any:
-    """A local ``StreamExecutionEnvironment`` whose Python workers run this interpreter,
-    with the state cache raised (PyFlink's default of 1000 entries makes state access ~3x
-    slower)."""
-    from pyflink.common import Configuration
-    from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
+#: PyFlink's Python execution modes, in the order the parametrized tests run them.
+MODES = ("process", "thread")
 
-    conf = Configuration()
-    conf.set_string("python.state.cache-size", "100000")
-    for k, v in (config or {}).items():
-        conf.set_string(k, v)
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
-    env.set_python_executable(sys.executable)
-    env.set_parallelism(parallelism)
-    env.set_runtime_mode(RuntimeExecutionMode.STREAMING if streaming
-                         else RuntimeExecutionMode.BATCH)
-    return env
+
+def make_env(streaming: bool = True, parallelism: int = 1,
+             config: dict[str, str] | None = None, mode: str = "process") -> Any:
+    """A local ``StreamExecutionEnvironment`` whose Python functions run in ``mode``
+    (``"process"``: worker processes, ``"thread"``: embedded in the JVM) with this interpreter
+    and a raised state cache: :func:`flink_adapter.local_environment`. Every call shares the
+    session's one JVM."""
+    from flink_adapter import local_environment
+
+    return local_environment(mode, streaming=streaming, parallelism=parallelism, config=config)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
-"""A streaming job for the restart test: run as ``python -m tests.flink.restart_job OUT CKPT
-[RESTORE]``.
+"""A streaming job for the restart test: run as ``python -m tests.flink.restart_job MODE OUT
+CKPT [RESTORE]`` (``MODE``: PyFlink's Python execution mode, ``process`` or ``thread``).
 
 A checkpointable source (``NumberSequenceSource``) of ``N`` numbers becomes events
 (:func:`event`, slowed down so that checkpoints happen mid-stream), aggregated by
@@ -26,17 +26,14 @@ def event(n: int) -> tuple[str, int, int]:
     return f"k{n % 3}", n * 100, (n * 7919) % 101
 
 
-def main(out: str, checkpoints: str, restore: str | None) -> None:
-    from pyflink.common import Configuration, Encoder, Row, Types, WatermarkStrategy
-    from pyflink.datastream import StreamExecutionEnvironment
+def main(mode: str, out: str, checkpoints: str, restore: str | None) -> None:
+    from pyflink.common import Encoder, Row, Types, WatermarkStrategy
     from pyflink.datastream.connectors.file_system import FileSink
     from pyflink.datastream.connectors.number_seq import NumberSequenceSource
 
     import flink_adapter as fa
 
-    conf = Configuration()
     settings = {
-        "python.state.cache-size": "100000",
         "state.backend.type": "rocksdb",
         "execution.checkpointing.interval": "300 ms",
         "execution.checkpointing.dir": f"file://{checkpoints}",
@@ -45,11 +42,7 @@ def main(out: str, checkpoints: str, restore: str | None) -> None:
     }
     if restore:
         settings["execution.state-recovery.path"] = f"file://{restore}"
-    for k, v in settings.items():
-        conf.set_string(k, v)
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
-    env.set_python_executable(sys.executable)
-    env.set_parallelism(1)
+    env = fa.local_environment(mode, config=settings)
     row_type = Types.ROW_NAMED(["k", "t", "v"], [Types.STRING(), Types.LONG(), Types.LONG()])
 
     def to_event(n: int) -> Any:
@@ -67,4 +60,4 @@ def main(out: str, checkpoints: str, restore: str | None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+    main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)

@@ -1,5 +1,6 @@
 """The conformance corpus through PyFlink (``engine.py``): one job for every batch scenario,
-one job for every streaming scenario (marker watermarks).
+one job for every streaming scenario (marker watermarks), each in both Python execution
+modes (process: worker processes; thread: embedded in the JVM).
 
 * Batch (``RuntimeExecutionMode.BATCH``): every scenario whose result does not depend on the
   watermark steps nor on the arrival order of equal times (Flink's batch sort keeps none).
@@ -22,6 +23,7 @@ import pytest
 
 from tests.conformance.oracle import expected
 from tests.conformance.runner import assert_conforms, compare, load, scenario_names
+from tests.flink.conftest import MODES
 from tests.flink.engine import arrival_order_free, batch_eligible, run_corpus
 
 ALL = scenario_names()
@@ -37,16 +39,17 @@ def test_selection_is_meaningful() -> None:
     assert len(BAD) >= 5
 
 
-@pytest.fixture(scope="module")
-def batch_runs(flink_env: Any) -> dict[str, dict[str, Any]]:
-    return run_corpus(flink_env(streaming=False), [load(n) for n in BATCH], markers=False)
+@pytest.fixture(scope="module", params=MODES)
+def batch_runs(flink_env: Any, request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
+    return run_corpus(flink_env(streaming=False, mode=request.param),
+                      [load(n) for n in BATCH], markers=False)
 
 
-@pytest.fixture(scope="module")
-def stream_runs(flink_env: Any) -> dict[str, dict[str, Any]]:
+@pytest.fixture(scope="module", params=MODES)
+def stream_runs(flink_env: Any, request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
     # Two operator instances: keys spread over two drivers, caches and state partitions.
-    return run_corpus(flink_env(streaming=True, parallelism=2), [load(n) for n in ALL],
-                      markers=True)
+    return run_corpus(flink_env(streaming=True, parallelism=2, mode=request.param),
+                      [load(n) for n in ALL], markers=True)
 
 
 @pytest.mark.parametrize("name", BATCH)

@@ -1,7 +1,9 @@
 """Restart: a streaming job with RocksDB state and retained checkpoints, killed mid-stream
 (its whole process group, JVM included, with SIGKILL), then restored from its last
 checkpoint, commits exactly the rows of an uninterrupted run: nothing lost, nothing
-duplicated (the FileSink commits files on checkpoints; only committed files are read)."""
+duplicated (the FileSink commits files on checkpoints; only committed files are read). In
+both Python execution modes (each restores its own checkpoint: the modes keep state in
+different Java types, ``flink_adapter.state``)."""
 
 from __future__ import annotations
 
@@ -14,15 +16,19 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
 from tests.flink import restart_job as job
+from tests.flink.conftest import MODES
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _start(out: Path, ckpt: Path, restore: Path | None = None) -> subprocess.Popen[bytes]:
-    args = [sys.executable, "-m", "tests.flink.restart_job", str(out), str(ckpt)]
+def _start(mode: str, out: Path, ckpt: Path, restore: Path | None = None
+           ) -> subprocess.Popen[bytes]:
+    args = [sys.executable, "-m", "tests.flink.restart_job", mode, str(out), str(ckpt)]
     if restore is not None:
         args.append(str(restore))
     # A fresh job: none of this process's gateway settings (PYFLINK_GATEWAY_DISABLED, set
@@ -47,9 +53,11 @@ def _committed(out: Path) -> list[dict]:
     return rows
 
 
-def test_killed_and_restored_from_checkpoint_gives_exact_rows(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_killed_and_restored_from_checkpoint_gives_exact_rows(tmp_path: Path, mode: str
+                                                              ) -> None:
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
-    first = _start(out, ckpt)
+    first = _start(mode, out, ckpt)
     deadline = time.monotonic() + 240
     try:
         while len(_checkpoints(ckpt)) < 3:  # well into the input
@@ -62,7 +70,7 @@ def test_killed_and_restored_from_checkpoint_gives_exact_rows(tmp_path: Path) ->
         first.wait()
     before = _committed(out)
     restore = _checkpoints(ckpt)[-1]
-    second = _start(out, ckpt, restore)
+    second = _start(mode, out, ckpt, restore)
     _, err = second.communicate(timeout=300)
     assert second.returncode == 0, err.decode()[-3000:]
 
