@@ -23,8 +23,7 @@ from typing import Any
 
 from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 
-from adapters import BadEventError, WindowDriver
-from adapters.driver.kvs_lanes import uses_pairs
+from adapters import BadEventError, EngineFacts, WindowDriver
 from adapters.engine.event_time import time_extractor
 from adapters.engine.timers import rearm
 
@@ -42,6 +41,10 @@ from .state import (
 
 #: Metric group of the adapter's counters (``late_events``, ``rows``).
 METRICS_GROUP = "swag"
+#: What the adapter tells the driver's planner (:meth:`adapters.WindowDriver.plan`): one
+#: key per call, and each key's state offers a pair map (``swag_pairs``, the KVS layout).
+FACTS = EngineFacts("flink", streaming=True, calls=EngineFacts.PER_KEY,
+                    state="keyed state per key (meta, log, timer, pair map)", pair_maps=True)
 
 
 class SwagProcessFunction(KeyedProcessFunction):
@@ -75,7 +78,7 @@ class SwagProcessFunction(KeyedProcessFunction):
                                     max_cached_keys=self._max_cached_keys,
                                     time_field=time_field)
         pairs = (runtime_context.get_map_state(pairs_descriptor())
-                 if uses_pairs(self._driver.query) else None)
+                 if self._driver.plan(FACTS).pair_map else None)
         self._state = FlinkKeyState(runtime_context.get_state(meta_descriptor()),
                                     runtime_context.get_map_state(log_descriptor()), pairs)
         self._timer = runtime_context.get_state(timer_descriptor())

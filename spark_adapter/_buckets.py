@@ -40,12 +40,9 @@ from adapters.state import LogEntry
 from adapters.state.buckets import Bucket, KeyRecord, decode_bucket, encode_bucket
 from adapters.state.segments import decode_segment, encode_segment, segment_range
 
+from ._names import KEY_IN, ORDER_IN, TIME_IN, VALUE_IN
 from ._packed import packed_frame, unpack_frames
 from ._runtime import (
-    KEY_IN,
-    ORDER_IN,
-    TIME_IN,
-    VALUE_IN,
     Plan,
     arrow_schema,
     arrow_table,
@@ -202,7 +199,8 @@ def bucket_events(plan: Plan, frames: Any, ids: dict[Hashable, bytes],
         ts = ts if plan.time_is_string else [time_value(t) for t in ts]
         times.extend(ts)
         assert plan.slices is not None
-        values.extend(plan.slices.json_values(pdf[VALUE_IN].tolist(), ts, keys[len(values):]))
+        values.extend(plan.slices.layout.json_values(pdf[VALUE_IN].tolist(), ts,
+                                                     keys[len(values):]))
         if plan.has_order:
             orders.extend(pdf[ORDER_IN].tolist())
     return _events(keys, times, values, orders if plan.has_order else None)
@@ -241,10 +239,10 @@ def run_bucket(plan: Plan, driver: WindowDriver, backend: BucketBackend,
     once the watermark passed their slices' ends, so they are behind ``watermark`` by
     construction: the driver takes them against its own watermark (the previous call's,
     which no slice row is behind), then every key of the call moves to the start of the
-    slice holding ``watermark`` (:meth:`~spark_adapter._presliced.SlicePlan.closed`)."""
+    slice holding ``watermark`` (:meth:`~adapters.engine.presliced.SliceLayout.closed`)."""
     sliced = plan.slices is not None
-    if sliced and watermark is not None:
-        watermark = plan.slices.closed(watermark)
+    if plan.slices is not None and watermark is not None:
+        watermark = plan.slices.layout.closed(watermark)
     out = (driver.process_batch(events, backend, None if sliced else watermark) if events
            else Output())
     if watermark is not None:
@@ -312,64 +310,70 @@ def bucket_frame(plan: Plan, backend: BucketBackend, out: Output,
     return pandas_frame(cols)
 
 
+class BucketProcessor:
+    """Feeds a bucket's keys to the driver together; one event-time timer per bucket.
+    The methods of the ``StatefulProcessor`` that :func:`make_bucket_processor` makes (it
+    adds Spark's base class, which only the streaming extras provide)."""
+
+    def __init__(self, plan: Plan, buckets: int) -> None:
+        self.plan, self.buckets = plan, buckets
+
+    def init(self, handle: Any) -> None:
+        self.handle = handle
+        self.meta = handle.getValueState(BMETA_STATE, BMETA_SCHEMA)
+        self.log = handle.getListState(BLOG_STATE, BLOG_SCHEMA)
+        self.driver = driver_for(self.plan)
+        self.schema = None if self.plan.typed is None else arrow_schema(self.plan)
+
+    def _call(self, frames: Any, timer_values: Any, fired_at: int | None) -> Iterator[Any]:
+        """One call for the bucket: its new events (``frames``), or the bucket's timer
+        that fired at ``fired_at``."""
+        wm = timer_values.getCurrentWatermarkInMs()
+        watermark = wm if wm > 0 else fired_at  # Spark reports 0 before the first one
+        ids: dict[Hashable, bytes] = {}
+        texts: dict[int, str] = {}
+        events = bucket_events(self.plan, frames, ids, texts) if frames is not None else []
+        backend = BucketBackend(self.meta, self.log, self.buckets, ids)
+        if fired_at is not None:  # Spark dropped the timer that fired
+            backend.bucket.timer = None
+            backend.changed()
+        out = run_bucket(self.plan, self.driver, backend, events, watermark)
+        self._arm(backend)
+        backend.flush()
+        frame = bucket_frame(self.plan, backend, out, texts, self.schema)
+        if frame is not None:
+            yield frame
+
+    def _arm(self, backend: BucketBackend) -> None:
+        """One timer per bucket: the earliest of its keys' timers."""
+        b = backend.bucket
+        timers = [r.timer for r in b.keys.values() if r.timer is not None]
+        want = int(min(timers)) if timers else None
+        change = rearm(want, () if b.timer is None else (b.timer,))
+        if change is None:
+            return
+        change.carry_out(self.handle.deleteTimer, self.handle.registerTimer)
+        b.timer = want
+        backend.changed()
+
+    def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
+        # Parameter names are fixed by Spark (it calls them with keywords).
+        yield from self._call(rows, timerValues, None)
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any,
+                           expiredTimerInfo: Any) -> Iterator[Any]:
+        yield from self._call(None, timerValues, expiredTimerInfo.getExpiryTimeInMs())
+
+    def close(self) -> None:
+        pass
+
+
 def make_bucket_processor(plan: Plan, buckets: int) -> Any:
     """The :class:`StatefulProcessor` of the bucket layout (built lazily so that importing
     this module does not need the streaming extras)."""
     from pyspark.sql.streaming import StatefulProcessor
 
-    class SwagBucketProcessor(StatefulProcessor):
+    class SwagBucketProcessor(BucketProcessor, StatefulProcessor):
         """Feeds a bucket's keys to the driver together; one event-time timer per bucket."""
-
-        def __init__(self, plan: Plan, buckets: int) -> None:
-            self.plan, self.buckets = plan, buckets
-
-        def init(self, handle: Any) -> None:
-            self.handle = handle
-            self.meta = handle.getValueState(BMETA_STATE, BMETA_SCHEMA)
-            self.log = handle.getListState(BLOG_STATE, BLOG_SCHEMA)
-            self.driver = driver_for(self.plan)
-            self.schema = None if self.plan.typed is None else arrow_schema(self.plan)
-
-        def _call(self, frames: Any, timer_values: Any, fired_at: int | None) -> Iterator[Any]:
-            """One call for the bucket: its new events (``frames``), or the bucket's timer
-            that fired at ``fired_at``."""
-            wm = timer_values.getCurrentWatermarkInMs()
-            watermark = wm if wm > 0 else fired_at  # Spark reports 0 before the first one
-            ids: dict[Hashable, bytes] = {}
-            texts: dict[int, str] = {}
-            events = bucket_events(self.plan, frames, ids, texts) if frames is not None else []
-            backend = BucketBackend(self.meta, self.log, self.buckets, ids)
-            if fired_at is not None:  # Spark dropped the timer that fired
-                backend.bucket.timer = None
-                backend.changed()
-            out = run_bucket(self.plan, self.driver, backend, events, watermark)
-            self._arm(backend)
-            backend.flush()
-            frame = bucket_frame(self.plan, backend, out, texts, self.schema)
-            if frame is not None:
-                yield frame
-
-        def _arm(self, backend: BucketBackend) -> None:
-            """One timer per bucket: the earliest of its keys' timers."""
-            b = backend.bucket
-            timers = [r.timer for r in b.keys.values() if r.timer is not None]
-            want = int(min(timers)) if timers else None
-            change = rearm(want, () if b.timer is None else (b.timer,))
-            if change is None:
-                return
-            change.carry_out(self.handle.deleteTimer, self.handle.registerTimer)
-            b.timer = want
-            backend.changed()
-
-        def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
-            # Parameter names are fixed by Spark (it calls them with keywords).
-            yield from self._call(rows, timerValues, None)
-
-        def handleExpiredTimer(self, key: Any, timerValues: Any,
-                               expiredTimerInfo: Any) -> Iterator[Any]:
-            yield from self._call(None, timerValues, expiredTimerInfo.getExpiryTimeInMs())
-
-        def close(self) -> None:
-            pass
 
     return SwagBucketProcessor(plan, buckets)
