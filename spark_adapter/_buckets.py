@@ -11,7 +11,7 @@ to the JVM (milliseconds each, ``docs/spark.md``), and the one-key-per-call layo
 seven per key and micro-batch (meta read and write, log append, list/delete/register timer), which
 dominated the streaming time. Here a bucket's call makes about five whatever its number of keys.
 
-State of a bucket (layout version 2; the per-key layout of :class:`SparkKeyState` is
+State of a bucket (layout version 2; the per-key layout of :mod:`adapters.engine.segment_log` is
 version 1, used with ``key_buckets=None``):
 
 * ``swag_bmeta`` (``ValueState``, ``m binary``): one blob

@@ -49,9 +49,8 @@ from pyspark.sql.types import (
 )
 
 from adapters import Output, Query, QueryPlan, WindowDriver
+from adapters.engine.segment_log import SegmentLogPairsState, SegmentLogState
 from adapters.engine.timers import rearm
-from adapters.state.backend import LogEntry
-from adapters.state.segments import decode_segment, encode_segment, segment_range
 
 from ._names import (
     AGGS_OUT,
@@ -477,85 +476,6 @@ def arrow_table(plan: Plan, schema: Any, cols: dict[str, list[Any]]) -> Any:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-# ----------------------------------------------------------------------------- state
-class SparkKeyState:
-    """:class:`adapters.KeyState` over one key's Spark state variables.
-
-    * meta: ``ValueState`` ``swag_meta`` (``m binary``): the driver's metadata bytes;
-    * event log: ``ListState`` ``swag_log`` (``seg binary``) of *segments*: each
-      ``add_events`` call (one per key and micro-batch) appends one element holding all its
-      entries (format: :mod:`adapters.state.segments`).
-      ``remove_events`` drops the segments entirely before ``before``, rewrites the one(s)
-      straddling it and keeps the others as they are.
-
-    Why not one state entry per event (a ``MapState`` keyed by ``seq``): each element of a
-    PySpark state call is pickled, sent to the JVM and written to RocksDB one by one, so the
-    cost per event would be a JVM round trip; with segments a micro-batch costs a few calls
-    per key whatever its size.
-    """
-
-    __slots__ = ("_log", "_meta")
-
-    def __init__(self, meta: Any, log: Any) -> None:
-        self._meta = meta
-        self._log = log
-
-    def get_meta(self) -> bytes | None:
-        row = self._meta.get()
-        if row is None:
-            return None
-        return bytes(row[0])
-
-    def put_meta(self, data: bytes) -> None:
-        self._meta.update((data,))
-
-    def add_events(self, entries: Sequence[LogEntry]) -> None:
-        if entries:
-            self._log.appendValue((encode_segment(entries),))
-
-    def read_events(self) -> Iterator[LogEntry]:
-        for row in self._log.get():
-            yield from decode_segment(bytes(row[0]))
-
-    def remove_events(self, before: int, keys: Sequence[tuple[int, int]]) -> None:
-        if not keys:
-            return
-        kept: list[tuple[bytes]] = []
-        changed = False
-        for row in self._log.get():
-            blob = bytes(row[0])
-            lo, hi = segment_range(blob)
-            if lo >= before:
-                kept.append((blob,))
-            elif hi < before:
-                changed = True
-            else:
-                survivors = [e for e in decode_segment(blob) if e[0] >= before]
-                kept.append((encode_segment(survivors),))
-                changed = True
-        if not changed:
-            return
-        if kept:
-            self._log.put(kept)
-        else:
-            self._log.clear()
-
-
-class SparkPairsKeyState(SparkKeyState):
-    """:class:`SparkKeyState` with the KVS layout's pair map (``docs/adapters.md``, "KVS
-    layout"): the driver keeps the key's per-event structures in the ``MapState``
-    ``swag_pairs`` (:class:`SparkPairMap`)."""
-
-    __slots__ = ("_pairs",)
-
-    def __init__(self, meta: Any, log: Any, pairs: SparkPairMap) -> None:
-        super().__init__(meta, log)
-        self._pairs = pairs
-
-    def pair_map(self) -> SparkPairMap:
-        return self._pairs
-
-
 # ----------------------------------------------------------------------------- streaming
 def declares_pairs(plan: Plan) -> bool:
     """Whether the per-key processor declares the pair map state (the driver's plan says
@@ -583,11 +503,12 @@ class KeyProcessor:
                                               PAIRS_VALUE_SCHEMA)
                            if self.with_pairs else None)
 
-    def _state(self) -> SparkKeyState:
+    def _state(self) -> SegmentLogState:
+        # the key's meta (ValueState swag_meta) and log (ListState swag_log of segments)
         if self.pair_state is None:
-            return SparkKeyState(self.meta, self.log)
+            return SegmentLogState(self.meta, self.log)
         self.pairs.bind(self.pair_state)
-        return SparkPairsKeyState(self.meta, self.log, self.pairs)
+        return SegmentLogPairsState(self.meta, self.log, self.pairs)
 
     def _watermark(self, timer_values: Any) -> int | None:
         # Spark reports 0 before the first watermark exists (and its watermarks never go
