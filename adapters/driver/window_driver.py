@@ -7,7 +7,10 @@ An engine adapter calls :meth:`WindowDriver.process` when events arrive for a ke
 the late events (for a side output) and the time of the key's next timer. For many keys at
 once it offers :meth:`WindowDriver.process_batch` and :meth:`WindowDriver.advance_keys`,
 which run the cross-key NumPy runtime (:mod:`adapters.crosskey.batch_runtime`) where the
-query allows, else these per-key calls. Everything else is written once, behind these
+query allows, else these per-key calls. For a key's whole bounded input (batch mode) it
+offers :meth:`WindowDriver.finish` (cross-key or per-key) and
+:meth:`WindowDriver.finish_columns` (the OVER kernel on NumPy columns). Which path a query
+takes on an engine, and why, is :meth:`WindowDriver.plan` (:mod:`adapters.planning`). Everything else is written once, behind these
 methods: lateness, the pending buffer, watermark-driven release into the structures,
 emission of due windows in time order, bulk eviction, the state layout and its codec. What
 happens to one key between calls (load, save, timer, release / emit / evict / trim) is the
