@@ -10,11 +10,12 @@ which run the cross-key NumPy runtime (:mod:`adapters.crosskey.batch_runtime`) w
 query allows, else these per-key calls. For a key's whole bounded input (batch mode) it
 offers :meth:`WindowDriver.finish` (cross-key or per-key) and
 :meth:`WindowDriver.finish_columns` (the OVER kernel on NumPy columns). Which path a query
-takes on an engine, and why, is :meth:`WindowDriver.plan` (:mod:`adapters.planning`). Everything else is written once, behind these
-methods: lateness, the pending buffer, watermark-driven release into the structures,
-emission of due windows in time order, bulk eviction, the state layout and its codec. What
-happens to one key between calls (load, save, timer, release / emit / evict / trim) is the
-driver's :class:`~adapters.driver.key_store.KeyStore`, which both paths use.
+takes on an engine, and why, is :meth:`WindowDriver.plan` (:mod:`adapters.planning`).
+Everything else is written once, behind these methods: lateness, the pending buffer,
+watermark-driven release into the structures, emission of due windows in time order, bulk
+eviction, the state layout and its codec. What happens to one key between calls (load, save,
+timer, release / emit / evict / trim) is the driver's
+:class:`~adapters.driver.key_store.KeyStore`, which both paths use.
 
 How one key is processed (``docs/adapters.md`` has the full story):
 
