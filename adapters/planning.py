@@ -98,12 +98,24 @@ class QueryPlan:
     #: why each decision went the way it did, by decision name
     reasons: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def path(self) -> str:
+        """The path in a few words, e.g. ``"pre-sliced, cross-key runtime, kernels"``."""
+        parts = ["pre-sliced"] if self.presliced is not None else []
+        if self.over_kernel is not None:
+            parts.append("OVER kernel")
+        parts.append(f"{self.runtime} runtime")
+        parts.append("kernels" if self.kernels else "structures")
+        if self.pair_map and self.driver_query.layout != "memory":
+            parts.append("KVS layout")
+        return ", ".join(parts)
+
     def lines(self) -> list[str]:
         """The explanation, one decision per line."""
         f = self.facts
         mode = "streaming" if f.streaming else "batch"
         head = f"{f.engine} {mode}" + (f", state: {f.state}" if f.state else "")
-        out = [head]
+        out = [head, f"  path: {self.path}"]
         for name in ("presliced", "over kernel", "runtime", "structures", "kvs layout"):
             if name in self.reasons:
                 out.append(f"  {name}: {self.reasons[name]}")

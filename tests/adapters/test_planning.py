@@ -160,6 +160,7 @@ def test_streaming_presliced_only_when_asked_and_never_a_floating_sum() -> None:
 def test_pair_map_and_runtime_follow_the_engine_calls() -> None:
     _, plan = plan_of("over sum", streaming=True, calls=EngineFacts.PER_KEY, pair_maps=True)
     assert plan.pair_map and plan.runtime == "per-key" and plan.over_kernel is None
+    assert "KVS layout" in plan.path  # layout "auto" (the query default)
     _, plan = plan_of("over sum", streaming=True, calls=EngineFacts.MANY_KEYS)
     assert not plan.pair_map
     _, plan = plan_of("sliding max", streaming=True, calls=EngineFacts.PER_KEY, pair_maps=True)
@@ -174,5 +175,9 @@ def test_the_plan_prints_one_line_per_decision() -> None:
     _, plan = plan_of("tumbling mean+count", slice_kinds={"v": LONG}, state="none")
     text = str(plan)
     assert text.splitlines()[0] == "test batch, state: none"
+    # a mean's slice partials are Mean's exact partials: no kernel, so no cross-key runtime
+    assert text.splitlines()[1] == "  path: pre-sliced, per-key runtime, structures"
+    _, plan = plan_of("sliding max", slice_kinds={"v": LONG})
+    assert plan.path == "pre-sliced, cross-key runtime, kernels"
     for name in ("presliced", "over kernel", "runtime", "structures", "kvs layout"):
         assert f"  {name}: " in text
