@@ -99,3 +99,17 @@ def test_the_kernel_runs_and_refusals_fall_back(monkeypatch: Any) -> None:
         fast = run(plan, table, True, monkeypatch)
         assert calls[-1] is used
         same(fast, run(plan, table, False, monkeypatch))
+
+
+def test_no_kernel_without_one_in_the_plan(monkeypatch: Any) -> None:
+    """A plan without the OVER kernel (the facts offer no number columns) never asks for it;
+    the rows are the driver's all the same."""
+    calls: list[int] = []
+    monkeypatch.setattr(batch_module, "over_table", lambda *a: calls.append(1))
+    plan = plan_for(["max"], 3, True, False)
+    plan.route = WindowDriver(plan.query).plan(EngineFacts("spark", False,
+                                                           EngineFacts.FINISHED))
+    assert plan.route.over_kernel is None
+    table = table_of([1, 2, 5], [3, 1, 2], True, [0, 0, 0])
+    out = make_batch_function(plan)((pa.scalar("key"),), table)
+    assert not calls and out.column("_swag_a0").to_pylist() == [3, 3, 2]
