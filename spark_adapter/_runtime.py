@@ -71,8 +71,8 @@ META_STATE = "swag_meta"
 LOG_STATE = "swag_log"
 META_SCHEMA = "m binary"
 LOG_SCHEMA = "seg binary"
-#: The pair map of the KVS layout (``MapState``; declared by queries with an over window,
-#: :func:`uses_pairs`).
+#: The pair map of the KVS layout (``MapState``; declared when the driver's plan offers it,
+#: :func:`declares_pairs`).
 PAIRS_STATE = "swag_pairs"
 PAIRS_KEY_SCHEMA = "slot long"
 PAIRS_VALUE_SCHEMA = "pair binary"
