@@ -158,6 +158,9 @@ def preslicing(query: Query, facts: EngineFacts) -> tuple[SliceLayout | None, st
     found: SliceLayout | str
     if facts.preslice_block is not None:
         found = facts.preslice_block
+    elif facts.streaming and query.allowed_lateness:
+        found = ("allowed_lateness > 0 (the engine's slice aggregation closes a slice as soon "
+                 "as the watermark passes it)")
     else:
         found = slice_layout(query, facts.slice_kinds, floating_sums=not facts.streaming)
     if isinstance(found, str):

@@ -260,18 +260,15 @@ def _facts(df: DataFrame, query: Query, value_types: Mapping[str, DataType],
                        preslice_block=blocked, column_fields=columns)
 
 
-def _stream_block(streaming: bool, watermark: str | None, query: Query, late_rows: str,
+def _stream_block(streaming: bool, watermark: str | None, late_rows: str,
                   key_buckets: int | None) -> str | None:
-    """Why a streaming call cannot pre-slice whatever its windows and aggregations
-    (``None``: it may, or the call is batch)."""
+    """Why a streaming call cannot pre-slice whatever its query (``None``: it may, or the
+    call is batch; the query's own rules are the planner's)."""
     if not streaming:
         return None
     if watermark is None:
         return ("no watermark= (Spark's slice aggregation needs the watermark on the time "
                 "column, which the adapter sets only when given the delay)")
-    if query.allowed_lateness:
-        return ("allowed_lateness > 0 (Spark's slice aggregation closes a slice as soon as "
-                "the watermark passes it)")
     if late_rows != "drop":
         return f"late_rows={late_rows!r} (late events are returned one by one)"
     if key_buckets is None:
@@ -481,7 +478,7 @@ def _prepare(df: DataFrame, key: str | Sequence[str], time: str, window: Any,
     query = Query.build(specs, dict(aggregations), duration_ms(allowed_lateness,
                                                                "allowed_lateness"),
                         None if algorithm in (None, "auto") else algorithm, nulls, layout)
-    blocked = _stream_block(df.isStreaming, watermark, query, late_rows, key_buckets)
+    blocked = _stream_block(df.isStreaming, watermark, late_rows, key_buckets)
     call = _plan_call(df, query, columns, key_names, time, time_type, aggregations,
                       output_types, late_rows, order_by, max_cached_keys, presliced, blocked,
                       key_buckets)

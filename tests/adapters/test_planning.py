@@ -155,6 +155,12 @@ def test_streaming_presliced_only_when_asked_and_never_a_floating_sum() -> None:
     _, plan = plan_of("sliding max", streaming=True, slice_kinds={"v": FLOAT},
                       preslice_block="no watermark")
     assert plan.presliced is None
+    lateness = WindowDriver({**SHAPES["sliding max"], "allowed_lateness": 5})
+    with pytest.raises(ValueError, match="allowed_lateness > 0"):
+        lateness.plan(EngineFacts("test", True, EngineFacts.MANY_KEYS, presliced=True,
+                                  slice_kinds={"v": FLOAT}))
+    assert lateness.plan(EngineFacts("test", False, FINISHED, presliced=True,
+                                     slice_kinds={"v": FLOAT})).presliced is not None
 
 
 def test_pair_map_and_runtime_follow_the_engine_calls() -> None:
