@@ -171,8 +171,8 @@ def preslicing(query: Query, facts: EngineFacts) -> tuple[SliceLayout | None, st
     per_slide = ", ".join(f"{w.slide // found.width}" for w in windows)
     per_window = ", ".join(f"{w.range // found.width}" for w in windows)
     return found, (f"yes: the engine aggregates each (key, slice of {found.width} ms) into one "
-                   f"row; at most {per_slide} slice rows per key and window slide, "
-                   f"{per_window} slices per window (window spec order)")
+                   f"row; slice rows per key and window slide: at most {per_slide}; slices "
+                   f"per window: {per_window} (window spec order)")
 
 
 def over_kernel(query: Query, facts: EngineFacts,
@@ -218,6 +218,8 @@ def kvs_layout(query: Query, facts: EngineFacts) -> tuple[bool, str]:
     structures live."""
     if not uses_pairs(query):
         return False, "not used (no over window)"
+    if not facts.streaming:
+        return False, "not used (batch: a key's structures live only while it runs)"
     if not facts.pair_maps:
         return False, (f"no pair map on {facts.engine}" +
                        (f" ({facts.state})" if facts.state else "") +

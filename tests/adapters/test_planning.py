@@ -136,7 +136,7 @@ def test_the_plan_presliced_follows_the_slice_layout(shape: str, kinds: dict[str
         assert plan.driver_query is plan.presliced.query  # the driver runs the sliced query
         width = plan.presliced.width
         slide = SHAPES[shape]["windows"][0].get("slide", SHAPES[shape]["windows"][0].get("size"))
-        assert f"at most {slide // width} slice rows per key and window slide" in str(plan)
+        assert f"slice rows per key and window slide: at most {slide // width};" in str(plan)
     else:
         with pytest.raises(ValueError, match="cannot be pre-sliced"):
             plan_of(shape, slice_kinds=kinds, presliced=True)
