@@ -9,7 +9,10 @@
 >>> driver.advance_watermark("k", 10).rows
 [{'window': 0, 'key': 'k', 'start': 0, 'end': 10, 'top': 7}]
 
-Entry points: :class:`WindowDriver` (engines), :func:`run_steps` / :func:`run_scenario`
+Entry points: :class:`WindowDriver` (engines: per key ``process`` / ``advance_watermark``,
+many keys ``process_batch`` / ``advance_keys``, a finished key ``finish`` /
+``finish_columns``; which path a query takes: ``plan(EngineFacts(...)) -> QueryPlan``),
+:func:`run_steps` / :func:`run_scenario`
 (scripted runs, conformance), :func:`parse_query` and the window spec classes,
 :func:`choose_algorithm`, the :class:`KeyState` protocol engines implement, and the state
 codec. See ``docs/adapters.md``.
@@ -19,6 +22,7 @@ from adapters.conformance.runner import RunResult, run_scenario, run_steps
 from adapters.driver import KeyInfo, LateEvent, Output, WindowDriver
 from adapters.driver.selection import choose_algorithm
 from adapters.errors import BadEventError, CodecError, QuerySpecError, StateError
+from adapters.planning import EngineFacts, QueryPlan
 from adapters.query.specs import (
     AggSpec,
     CountWindow,
@@ -58,6 +62,7 @@ __all__ = [
     "BadEventError",
     "CodecError",
     "CountWindow",
+    "EngineFacts",
     "KeyInfo",
     "KeyState",
     "LateEvent",
@@ -68,6 +73,7 @@ __all__ = [
     "OverWindow",
     "PolicyWindow",
     "Query",
+    "QueryPlan",
     "QuerySpecError",
     "RunResult",
     "SlidingWindow",

@@ -15,7 +15,7 @@ from adapters.query.windows import count_window, over, sliding, tumbling
 
 from .dofn import LATE_TAG, METRICS_NAMESPACE, SwagDoFn, dofn_class
 from .state import BagLogState, OrderedLogState
-from .transform import SlidingAggregate
+from .transform import SlidingAggregate, explain
 
 __all__ = [
     "LATE_TAG",
@@ -28,6 +28,7 @@ __all__ = [
     "SwagDoFn",
     "count_window",
     "dofn_class",
+    "explain",
     "over",
     "sliding",
     "tumbling",

@@ -14,7 +14,7 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 from apache_beam.typehints.typehints import coerce_to_kv_type
 
-from adapters import WindowDriver, parse_query
+from adapters import EngineFacts, QueryPlan, WindowDriver, parse_query
 from adapters.query.windows import duration_ms, normalize_window
 
 from .dofn import LATE_TAG, STATE_KINDS, dofn_class, timer_suffix
@@ -110,6 +110,16 @@ class SlidingAggregate(beam.PTransform):
         self.max_cached_keys = max_cached_keys
         self.with_late_output = with_late_output
 
+    def explain(self, bounded: bool = False) -> QueryPlan:
+        """The path this transform's query takes on Beam, and why (``print()`` it): Beam
+        calls the driver one key at a time from a stateful ``DoFn`` (``bounded``: the input
+        is a bounded ``PCollection``, released at its end)."""
+        state = {"auto": "ordered list or bag, chosen by the runner"}.get(self.state,
+                                                                            self.state)
+        facts = EngineFacts("beam", streaming=not bounded, calls=EngineFacts.PER_KEY,
+                            state=f"user state per key (meta, log: {state}), one timer")
+        return WindowDriver(parse_query(self.query), algorithm=self.algorithm).plan(facts)
+
     def _state_kind(self, pcoll: beam.PCollection) -> str:
         if self.state != "auto":
             return self.state
@@ -159,4 +169,12 @@ def _identity(x: Any) -> Any:
     return x
 
 
-__all__ = ["SlidingAggregate"]
+def explain(window: Any = None, aggregations: Mapping[str, Any] | Any = None, *,
+            bounded: bool = False, **arguments: Any) -> QueryPlan:
+    """The path :class:`SlidingAggregate` with the same arguments takes on Beam, and why
+    (:class:`adapters.QueryPlan`; ``print()`` it). ``bounded``: the input is a bounded
+    ``PCollection``."""
+    return SlidingAggregate(window, aggregations, **arguments).explain(bounded)
+
+
+__all__ = ["SlidingAggregate", "explain"]

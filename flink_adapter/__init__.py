@@ -11,14 +11,29 @@ A ``KeyedProcessFunction`` with event-time timers and Flink managed keyed state 
 :class:`adapters.WindowDriver`, which does all the deciding; see ``docs/flink.md``.
 """
 
-from adapters import BadEventError, QuerySpecError
+from typing import Any
+
+from adapters import BadEventError, QueryPlan, QuerySpecError, WindowDriver, parse_query
 from adapters.query.windows import count_window, over, sliding, tumbling
 
-from .datastream import LATE_TAG_NAME, Aggregated, sliding_aggregate
+from .datastream import LATE_TAG_NAME, Aggregated, _query, sliding_aggregate
 from .environment import local_environment, python_settings
-from .function import METRICS_GROUP, SwagProcessFunction
+from .function import FACTS, METRICS_GROUP, SwagProcessFunction
 from .state import FlinkKeyState
 from .table import sliding_aggregate_table
+
+
+def explain(stream: Any = None, *, aggregations: Any, window: Any = None,
+            windows: Any = None, allowed_lateness: Any = 0, algorithm: str | None = None,
+            nulls: str = "skip", layout: str = "memory", **arguments: Any) -> QueryPlan:
+    """The path :func:`sliding_aggregate` with the same arguments takes on Flink, and why
+    (:class:`adapters.QueryPlan`; ``print()`` it). Nothing runs; ``stream`` and the
+    arguments that only concern the stream (``key``, ``time``, ``watermark``, types, ...)
+    are accepted and not read."""
+    del stream, arguments
+    query = _query(window, windows, aggregations, allowed_lateness, nulls, layout)
+    return WindowDriver(parse_query(query), algorithm=algorithm).plan(FACTS)
+
 
 __all__ = [
     "LATE_TAG_NAME",
@@ -29,6 +44,7 @@ __all__ = [
     "QuerySpecError",
     "SwagProcessFunction",
     "count_window",
+    "explain",
     "local_environment",
     "over",
     "python_settings",

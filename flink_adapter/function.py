@@ -24,8 +24,7 @@ from typing import Any
 
 from pyflink.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
 
-from adapters import BadEventError, WindowDriver
-from adapters.driver.kvs_lanes import uses_pairs
+from adapters import BadEventError, EngineFacts, WindowDriver
 from adapters.engine.event_time import time_extractor
 from adapters.engine.timers import rearm
 
@@ -44,6 +43,10 @@ from .state import (
 
 #: Metric group of the adapter's counters (``late_events``, ``rows``).
 METRICS_GROUP = "swag"
+#: What the adapter tells the driver's planner (:meth:`adapters.WindowDriver.plan`): one
+#: key per call, and each key's state offers a pair map (``swag_pairs``, the KVS layout).
+FACTS = EngineFacts("flink", streaming=True, calls=EngineFacts.PER_KEY,
+                    state="keyed state per key (meta, log, timer, pair map)", pair_maps=True)
 
 
 class SwagProcessFunction(KeyedProcessFunction):
@@ -80,7 +83,7 @@ class SwagProcessFunction(KeyedProcessFunction):
                                     time_field=time_field)
         embedded = runs_embedded(runtime_context)  # thread mode declares bytes differently
         pairs = (runtime_context.get_map_state(pairs_descriptor(embedded))
-                 if uses_pairs(self._driver.query) else None)
+                 if self._driver.plan(FACTS).pair_map else None)
         self._state = FlinkKeyState(runtime_context.get_state(meta_descriptor(embedded)),
                                     runtime_context.get_map_state(log_descriptor(embedded)),
                                     pairs)

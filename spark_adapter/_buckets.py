@@ -11,7 +11,7 @@ to the JVM (milliseconds each, ``docs/spark.md``), and the one-key-per-call layo
 seven per key and micro-batch (meta read and write, log append, list/delete/register timer), which
 dominated the streaming time. Here a bucket's call makes about five whatever its number of keys.
 
-State of a bucket (layout version 2; the per-key layout of :class:`SparkKeyState` is
+State of a bucket (layout version 2; the per-key layout of :mod:`adapters.engine.segment_log` is
 version 1, used with ``key_buckets=None``):
 
 * ``swag_bmeta`` (``ValueState``, ``m binary``): one blob
@@ -19,33 +19,24 @@ version 1, used with ``key_buckets=None``):
   JSON text), the driver's metadata bytes, its timer, and its log trim bound);
 * ``swag_blog`` (``ListState``, ``k binary, seg binary``): per key and call that accepted
   events one element: the key id and the entry as a one-entry segment of the version-1
-  segment format (:mod:`adapters.state.segments`, unchanged). Removing a
-  key's old entries only raises its trim bound (entries older than it are skipped when
-  read); the list is rewritten without them once dead elements outnumber live ones, so
-  the rewrite costs O(1) amortized per event. A call that reads the list (a key rebuilt
-  from its log) decodes only its live elements. (Rewriting the list whenever such a read
-  found its dead elements weighing as much as its live ones was tried and measured slower
-  in the main job: 38.1/47.0 s without, 42.8/53.5 s with, 120 days, interleaved; the live
-  elements, a week of events each, are rewritten every time.)
+  segment format (:mod:`adapters.state.segments`, unchanged).
+
+The backend over these two state variables (trim bounds, rewrites) and the bucket's call
+are engine-free: :mod:`adapters.engine.buckets`. This module reads and writes Spark's rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator
 from typing import Any
 
-from adapters import Output, WindowDriver
+from adapters import Output
+from adapters.engine.buckets import BucketBackend, run_bucket
 from adapters.engine.timers import rearm
-from adapters.state import LogEntry
-from adapters.state.buckets import Bucket, KeyRecord, decode_bucket, encode_bucket
-from adapters.state.segments import decode_segment, encode_segment, segment_range
 
+from ._names import KEY_IN, ORDER_IN, TIME_IN, VALUE_IN
 from ._packed import packed_frame, unpack_frames
 from ._runtime import (
-    KEY_IN,
-    ORDER_IN,
-    TIME_IN,
-    VALUE_IN,
     Plan,
     arrow_schema,
     arrow_table,
@@ -61,120 +52,6 @@ from ._runtime import (
 BUCKET_IN = "swag_b"
 BMETA_STATE, BLOG_STATE = "swag_bmeta", "swag_blog"
 BMETA_SCHEMA, BLOG_SCHEMA = "m binary", "k binary, seg binary"
-_COMPACT_MIN = 64  # dead elements tolerated before a rewrite is considered
-
-
-class BucketBackend:
-    """:class:`adapters.StateBackend` over one bucket's Spark state for one call: reads the
-    blob once, serves each key's meta from it, buffers the writes, and :meth:`flush` writes
-    them back (one blob update, one list append, rarely a list rewrite)."""
-
-    def __init__(self, meta_state: Any, log_state: Any, buckets: int,
-                 ids: dict[Hashable, bytes]) -> None:
-        self._meta_state, self._log_state = meta_state, log_state
-        row = meta_state.get()
-        self.bucket = Bucket(buckets) if row is None else decode_bucket(bytes(row[0]), buckets)
-        #: driver key -> key id (JSON text bytes)
-        self.ids = ids
-        self._new: list[tuple[bytes, bytes]] = []
-        self._log: dict[bytes, list[LogEntry]] | None = None
-        self._dirty = False
-
-    def key_state(self, key: Hashable) -> BucketKeyState:
-        kid = self.ids[key]
-        rec = self.bucket.keys.get(kid)
-        if rec is None:
-            rec = self.bucket.keys[kid] = KeyRecord()
-        return BucketKeyState(self, kid, rec)
-
-    def entries(self, kid: bytes, trim: int | None) -> list[LogEntry]:
-        """The key's live log entries (the whole list is read once per call, on demand)."""
-        if self._log is None:
-            self._log = self._read_log()
-        found = self._log.get(kid, []) + [e for k, s in self._new if k == kid
-                                           for e in decode_segment(s)]
-        return found if trim is None else [e for e in found if e[0] >= trim]
-
-    def _read_log(self) -> dict[bytes, list[LogEntry]]:
-        """The whole list's live entries by key id; dead elements (all their entries below
-        their key's trim bound, and bounds only rise) are not decoded."""
-        b = self.bucket
-        log: dict[bytes, list[LogEntry]] = {}
-        for k, seg in self._log_state.get():
-            kid, blob = bytes(k), bytes(seg)
-            if _live(b, kid, blob):
-                log.setdefault(kid, []).extend(decode_segment(blob))
-        return log
-
-    def added(self, kid: bytes, entries: Sequence[LogEntry]) -> None:
-        self._new.append((kid, encode_segment(entries)))
-        self.bucket.live += 1
-
-    def removed(self, count: int) -> None:
-        self.bucket.live -= count
-        self.bucket.dead += count
-
-    def changed(self) -> None:
-        self._dirty = True
-
-    def flush(self) -> None:
-        """Write the call's changes (the list first: the blob records their counts)."""
-        b = self.bucket
-        if b.dead >= _COMPACT_MIN and b.dead >= b.live:
-            self._compact()
-        elif self._new:
-            self._log_state.appendList(self._new)
-        if self._dirty or self._new:
-            self._meta_state.update((encode_bucket(b),))
-        self._new = []
-
-    def _compact(self) -> None:
-        """Rewrite the log without the elements below their key's trim bound."""
-        b = self.bucket
-        read = [(bytes(k), bytes(s)) for k, s in self._log_state.get()]
-        kept = [(k, s) for k, s in read + self._new if _live(b, k, s)]
-        if kept:
-            self._log_state.put(kept)
-        else:
-            self._log_state.clear()
-        b.live, b.dead = len(kept), 0
-        self._log = None
-
-
-def _live(b: Bucket, kid: bytes, seg: bytes) -> bool:
-    rec = b.keys.get(kid)
-    return rec is not None and (rec.trim is None or segment_range(seg)[1] >= rec.trim)
-
-
-class BucketKeyState:
-    """:class:`adapters.KeyState` of one key inside a :class:`BucketBackend`."""
-
-    __slots__ = ("_backend", "_kid", "_rec")
-
-    def __init__(self, backend: BucketBackend, kid: bytes, rec: KeyRecord) -> None:
-        self._backend, self._kid, self._rec = backend, kid, rec
-
-    def get_meta(self) -> bytes | None:
-        return self._rec.meta
-
-    def put_meta(self, data: bytes) -> None:
-        self._rec.meta = data
-        self._backend.changed()
-
-    def add_events(self, entries: Sequence[LogEntry]) -> None:
-        if entries:
-            self._backend.added(self._kid, entries)
-
-    def read_events(self) -> Iterator[LogEntry]:
-        yield from self._backend.entries(self._kid, self._rec.trim)
-
-    def remove_events(self, before: int, keys: Sequence[tuple[int, int]]) -> None:
-        if not keys:
-            return
-        if self._rec.trim is None or before > self._rec.trim:
-            self._rec.trim = before
-        self._backend.removed(len(keys))
-        self._backend.changed()
 
 
 # ----------------------------------------------------------------------------- the calls
@@ -202,7 +79,8 @@ def bucket_events(plan: Plan, frames: Any, ids: dict[Hashable, bytes],
         ts = ts if plan.time_is_string else [time_value(t) for t in ts]
         times.extend(ts)
         assert plan.slices is not None
-        values.extend(plan.slices.json_values(pdf[VALUE_IN].tolist(), ts, keys[len(values):]))
+        values.extend(plan.slices.layout.json_values(pdf[VALUE_IN].tolist(), ts,
+                                                     keys[len(values):]))
         if plan.has_order:
             orders.extend(pdf[ORDER_IN].tolist())
     return _events(keys, times, values, orders if plan.has_order else None)
@@ -233,57 +111,6 @@ def _events(keys: list[Any], times: list[Any], values: list[Any],
     return events
 
 
-def run_bucket(plan: Plan, driver: WindowDriver, backend: BucketBackend,
-               events: list[tuple[Any, Any, Any]], watermark: int | None) -> Output:
-    """The driver over a bucket's events, then its other keys whose timers are due.
-
-    Pre-sliced (``plan.slices``), the events are slice rows that Spark's aggregation let go
-    once the watermark passed their slices' ends, so they are behind ``watermark`` by
-    construction: the driver takes them against its own watermark (the previous call's,
-    which no slice row is behind), then every key of the call moves to the start of the
-    slice holding ``watermark`` (:meth:`~spark_adapter._presliced.SlicePlan.closed`)."""
-    sliced = plan.slices is not None
-    if sliced and watermark is not None:
-        watermark = plan.slices.closed(watermark)
-    out = (driver.process_batch(events, backend, None if sliced else watermark) if events
-           else Output())
-    if watermark is not None:
-        seen = set(out.timers)
-        due = [k for k in _due_keys(plan, backend, watermark) if k not in seen]
-        if sliced:
-            due = list(dict.fromkeys([k for k, _, _ in events] + due))
-        if due:
-            more = driver.advance_keys(due, watermark, backend)
-            out.rows.extend(more.rows)
-            out.late.extend(more.late)
-            out.timers.update(more.timers)
-    for key, t in out.timers.items():
-        backend.bucket.keys[backend.ids[key]].timer = t
-    if out.timers:
-        backend.changed()
-    return out
-
-
-def _due(timer: int | None, watermark: int) -> bool:
-    return timer is not None and timer <= watermark
-
-
-def _due_keys(plan: Plan, backend: BucketBackend, watermark: int) -> Iterator[Any]:
-    """The bucket's keys whose timers are due at ``watermark`` (only those are decoded;
-    ``backend.ids`` learns them)."""
-    by_id: dict[bytes, Any] | None = None
-    for kid, rec in backend.bucket.keys.items():
-        if not _due(rec.timer, watermark):
-            continue
-        if by_id is None:
-            by_id = {i: k for k, i in backend.ids.items()}
-        k = by_id.get(kid)
-        if k is None:
-            k = decode_key(plan, kid.decode())
-            backend.ids[k] = kid
-        yield k
-
-
 def bucket_frame(plan: Plan, backend: BucketBackend, out: Output,
                  texts: dict[int, str] | None = None, schema: Any = None) -> Any:
     """The output of a bucket's call as one pandas frame (``None`` if empty): packed
@@ -312,64 +139,72 @@ def bucket_frame(plan: Plan, backend: BucketBackend, out: Output,
     return pandas_frame(cols)
 
 
+class BucketProcessor:
+    """Feeds a bucket's keys to the driver together; one event-time timer per bucket.
+    The methods of the ``StatefulProcessor`` that :func:`make_bucket_processor` makes (it
+    adds Spark's base class, which only the streaming extras provide)."""
+
+    def __init__(self, plan: Plan, buckets: int) -> None:
+        self.plan, self.buckets = plan, buckets
+
+    def init(self, handle: Any) -> None:
+        self.handle = handle
+        self.meta = handle.getValueState(BMETA_STATE, BMETA_SCHEMA)
+        self.log = handle.getListState(BLOG_STATE, BLOG_SCHEMA)
+        self.driver = driver_for(self.plan)
+        self.schema = None if self.plan.typed is None else arrow_schema(self.plan)
+
+    def _call(self, frames: Any, timer_values: Any, fired_at: int | None) -> Iterator[Any]:
+        """One call for the bucket: its new events (``frames``), or the bucket's timer
+        that fired at ``fired_at``."""
+        wm = timer_values.getCurrentWatermarkInMs()
+        watermark = wm if wm > 0 else fired_at  # Spark reports 0 before the first one
+        ids: dict[Hashable, bytes] = {}
+        texts: dict[int, str] = {}
+        events = bucket_events(self.plan, frames, ids, texts) if frames is not None else []
+        backend = BucketBackend(self.meta, self.log, self.buckets, ids,
+                                lambda text: decode_key(self.plan, text))
+        if fired_at is not None:  # Spark dropped the timer that fired
+            backend.bucket.timer = None
+            backend.changed()
+        slices = self.plan.slices.layout if self.plan.slices is not None else None
+        out = run_bucket(self.driver, backend, events, watermark, slices)
+        self._arm(backend)
+        backend.flush()
+        frame = bucket_frame(self.plan, backend, out, texts, self.schema)
+        if frame is not None:
+            yield frame
+
+    def _arm(self, backend: BucketBackend) -> None:
+        """One timer per bucket: the earliest of its keys' timers."""
+        b = backend.bucket
+        timers = [r.timer for r in b.keys.values() if r.timer is not None]
+        want = int(min(timers)) if timers else None
+        change = rearm(want, () if b.timer is None else (b.timer,))
+        if change is None:
+            return
+        change.carry_out(self.handle.deleteTimer, self.handle.registerTimer)
+        b.timer = want
+        backend.changed()
+
+    def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
+        # Parameter names are fixed by Spark (it calls them with keywords).
+        yield from self._call(rows, timerValues, None)
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any,
+                           expiredTimerInfo: Any) -> Iterator[Any]:
+        yield from self._call(None, timerValues, expiredTimerInfo.getExpiryTimeInMs())
+
+    def close(self) -> None:
+        pass
+
+
 def make_bucket_processor(plan: Plan, buckets: int) -> Any:
     """The :class:`StatefulProcessor` of the bucket layout (built lazily so that importing
     this module does not need the streaming extras)."""
     from pyspark.sql.streaming import StatefulProcessor
 
-    class SwagBucketProcessor(StatefulProcessor):
+    class SwagBucketProcessor(BucketProcessor, StatefulProcessor):
         """Feeds a bucket's keys to the driver together; one event-time timer per bucket."""
-
-        def __init__(self, plan: Plan, buckets: int) -> None:
-            self.plan, self.buckets = plan, buckets
-
-        def init(self, handle: Any) -> None:
-            self.handle = handle
-            self.meta = handle.getValueState(BMETA_STATE, BMETA_SCHEMA)
-            self.log = handle.getListState(BLOG_STATE, BLOG_SCHEMA)
-            self.driver = driver_for(self.plan)
-            self.schema = None if self.plan.typed is None else arrow_schema(self.plan)
-
-        def _call(self, frames: Any, timer_values: Any, fired_at: int | None) -> Iterator[Any]:
-            """One call for the bucket: its new events (``frames``), or the bucket's timer
-            that fired at ``fired_at``."""
-            wm = timer_values.getCurrentWatermarkInMs()
-            watermark = wm if wm > 0 else fired_at  # Spark reports 0 before the first one
-            ids: dict[Hashable, bytes] = {}
-            texts: dict[int, str] = {}
-            events = bucket_events(self.plan, frames, ids, texts) if frames is not None else []
-            backend = BucketBackend(self.meta, self.log, self.buckets, ids)
-            if fired_at is not None:  # Spark dropped the timer that fired
-                backend.bucket.timer = None
-                backend.changed()
-            out = run_bucket(self.plan, self.driver, backend, events, watermark)
-            self._arm(backend)
-            backend.flush()
-            frame = bucket_frame(self.plan, backend, out, texts, self.schema)
-            if frame is not None:
-                yield frame
-
-        def _arm(self, backend: BucketBackend) -> None:
-            """One timer per bucket: the earliest of its keys' timers."""
-            b = backend.bucket
-            timers = [r.timer for r in b.keys.values() if r.timer is not None]
-            want = int(min(timers)) if timers else None
-            change = rearm(want, () if b.timer is None else (b.timer,))
-            if change is None:
-                return
-            change.carry_out(self.handle.deleteTimer, self.handle.registerTimer)
-            b.timer = want
-            backend.changed()
-
-        def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
-            # Parameter names are fixed by Spark (it calls them with keywords).
-            yield from self._call(rows, timerValues, None)
-
-        def handleExpiredTimer(self, key: Any, timerValues: Any,
-                               expiredTimerInfo: Any) -> Iterator[Any]:
-            yield from self._call(None, timerValues, expiredTimerInfo.getExpiryTimeInMs())
-
-        def close(self) -> None:
-            pass
 
     return SwagBucketProcessor(plan, buckets)

@@ -1,10 +1,11 @@
 """Batch (``applyInArrow``) per-event windows without per-row Python objects: one key's Arrow
-table in, the OVER kernel (:mod:`adapters.crosskey.over_runtime`) on its columns as NumPy
-arrays, Arrow columns out.
+table in, the driver's OVER kernel (:meth:`adapters.WindowDriver.finish_columns`) on its
+columns as NumPy arrays, Arrow columns out.
 
-What it covers: a query :func:`~adapters.crosskey.over_runtime.over_outputs` covers, whose
-time column travels as epoch ms (not a string), whose value columns and aggregates all travel
-typed (no JSON column), each aggregated field an integer or floating-point Arrow column.
+What it covers: a query whose plan has an OVER kernel (:attr:`adapters.QueryPlan.over_kernel`:
+the planner checked that the time column travels as epoch ms, and the value columns and
+aggregates all travel typed), each aggregated field an integer or floating-point Arrow
+column.
 Anything else, and any table the kernel refuses (a null time, an infinity, a missing value
 under ``nulls="error"``, a result its output column cannot hold), returns ``None``: the driver
 runs the key as before and reports what it finds. The rows are the driver's: one per event,
@@ -18,36 +19,19 @@ from typing import Any
 
 import numpy as np
 
-from adapters.crosskey.over_runtime import Column, OverPlan, frame_bounds, over_outputs, over_values
+from adapters import WindowDriver
+from adapters.engine.over_kernel import KernelColumn
 
-from ._runtime import (
-    KEY_OUT,
-    ORDER_IN,
-    TIME_IN,
-    TYPED_AGG_OUT,
-    TYPED_EVENT_OUT,
-    VALUE_IN,
-    Plan,
-)
+from ._names import KEY_OUT, ORDER_IN, TIME_IN, TYPED_AGG_OUT, TYPED_EVENT_OUT, VALUE_IN
+from ._runtime import Plan
 
 
-def over_plan(plan: Plan) -> OverPlan | None:
-    """The kernel plan of a batch plan this module covers, else ``None``."""
-    if (plan.slices is not None or plan.time_is_string or plan.typed is None
-            or plan.json_values or plan.json_aggs):
-        return None
-    over = over_outputs(plan.query)
-    if over is None:
-        return None
-    names = [n for n, _ in plan.typed.values]
-    if any(f not in names for f in over.fields):
-        return None
-    return over
-
-
-def over_table(plan: Plan, over: OverPlan, schema: Any, key: Any, table: Any) -> Any:
+def over_table(plan: Plan, over: Any, driver: WindowDriver, schema: Any, key: Any,
+               table: Any) -> Any:
     """One key's output table (``schema``) from its input ``table``, or ``None`` (then the
-    driver must run the key). ``key``: the key as the output's key columns hold it."""
+    driver must run the key's events). ``over``: the plan's
+    :attr:`~adapters.QueryPlan.over_kernel`; ``key``: the key as the output's key columns
+    hold it."""
     import pyarrow as pa
 
     if plan.has_order and table.num_rows > 1:
@@ -56,28 +40,22 @@ def over_table(plan: Plan, over: OverPlan, schema: Any, key: Any, table: Any) ->
     if time_col.null_count or not pa.types.is_signed_integer(time_col.type):
         return None
     times = time_col.to_numpy().astype(np.int64, copy=False)
-    order = np.argsort(times, kind="stable")
-    times = times[order]
-    lo, hi = frame_bounds(times, over.range)
     assert plan.typed is not None
     names = [n for n, _ in plan.typed.values]
-    columns: dict[str, Column] = {}
+    columns: dict[str, KernelColumn] = {}
     for name in over.fields:
-        column = _column(table.column(f"{VALUE_IN}{names.index(name)}"), order)
+        column = _column(table.column(f"{VALUE_IN}{names.index(name)}"))
         if column is None:
             return None
         columns[name] = column
-    aggs: dict[str, Any] = {}
-    for out in over.outputs:
-        values = over_values(out, lo, hi, None if out.field is None else columns[out.field])
-        if values is None:
-            return None
-        aggs[out.name] = values
-    return _output(plan, over, schema, key, table, order, times, aggs)
+    found = driver.finish_columns(times, columns)
+    if found is None:
+        return None
+    return _output(plan, over, schema, key, table, found.order, found.times, found.values)
 
 
-def _column(col: Any, order: Any) -> Column | None:
-    """A field's Arrow column as a kernel column in frame order (``None``: not a number
+def _column(col: Any) -> KernelColumn | None:
+    """A field's Arrow column as a kernel column in input order (``None``: not a number
     column)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -91,13 +69,13 @@ def _column(col: Any, order: Any) -> Column | None:
     missing = col.is_null()
     if kind is np.float64:
         missing = pc.or_(missing, pc.fill_null(pc.is_nan(col), False))
-    data = col.fill_null(0).to_numpy().astype(kind, copy=False)[order]
-    miss = missing.to_numpy(zero_copy_only=False)[order] if col.null_count or \
+    data = col.fill_null(0).to_numpy().astype(kind, copy=False)
+    miss = missing.to_numpy(zero_copy_only=False) if col.null_count or \
         kind is np.float64 else None
-    return Column(data, miss)
+    return KernelColumn(data, miss)
 
 
-def _output(plan: Plan, over: OverPlan, schema: Any, key: Any, table: Any, order: Any,
+def _output(plan: Plan, over: Any, schema: Any, key: Any, table: Any, order: Any,
             times: Any, aggs: dict[str, Any]) -> Any:
     """The output table: per event its window index, time, key, typed value columns and
     aggregates (``None`` if an aggregate does not fit its column's type)."""

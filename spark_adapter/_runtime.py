@@ -31,15 +31,13 @@ Rows between Spark and Python (built by :mod:`spark_adapter.api`):
 
 from __future__ import annotations
 
-import gc
 import json
 import math
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyspark.sql.types import (
     DataType,
@@ -50,35 +48,31 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from adapters import END_OF_INPUT, Output, Query, TransientKeyState, WindowDriver
-from adapters.crosskey.columnar import MIN_BATCH
-from adapters.driver.kvs_lanes import uses_pairs
+from adapters import Output, Query, QueryPlan, WindowDriver
+from adapters.engine.segment_log import SegmentLogPairsState, SegmentLogState
 from adapters.engine.timers import rearm
-from adapters.state.backend import LogEntry, MemoryStateBackend
-from adapters.state.segments import decode_segment, encode_segment, segment_range
 
+from ._names import (
+    AGGS_OUT,
+    EVENT_OUT,
+    KEY_OUT,
+    LATE,
+    ORDER_IN,
+    TIME_IN,
+    TYPED_AGG_OUT,
+    TYPED_EVENT_OUT,
+    VALUE_IN,
+)
+from ._presliced import SlicePlan
 from ._types import SparkTypeError
-
-if TYPE_CHECKING:
-    from ._presliced import SlicePlan
-
-#: Output of the Python side in streaming (window index -1 marks a late event).
-WIDE_SCHEMA = ("_swag_k string, _swag_w int, _swag_start long, _swag_end long, "
-               "_swag_time long, _swag_event string, _swag_aggs string")
-LATE = -1
-
-# Column names between Spark and Python. Typed columns are "<prefix><index>".
-KEY_IN, VALUE_IN, TIME_IN, ORDER_IN = "swag_k", "swag_v", "swag_t", "swag_o"
-KEY_OUT, EVENT_OUT, AGGS_OUT = "_swag_k", "_swag_event", "_swag_aggs"
-TYPED_EVENT_OUT, TYPED_AGG_OUT = "_swag_e", "_swag_a"
 
 #: Names of the state variables (part of the checkpoint format: do not rename).
 META_STATE = "swag_meta"
 LOG_STATE = "swag_log"
 META_SCHEMA = "m binary"
 LOG_SCHEMA = "seg binary"
-#: The pair map of the KVS layout (``MapState``; declared by queries with an over window,
-#: :func:`uses_pairs`).
+#: The pair map of the KVS layout (``MapState``; declared when the driver's plan offers it,
+#: :func:`declares_pairs`).
 PAIRS_STATE = "swag_pairs"
 PAIRS_KEY_SCHEMA = "slot long"
 PAIRS_VALUE_SCHEMA = "pair binary"
@@ -131,6 +125,8 @@ class Plan:
     #: batch pre-slicing (:mod:`spark_adapter._presliced`): the input is one row per key and
     #: slice, and the driver runs ``slices.query``; ``None``: one row per event
     slices: SlicePlan | None = None
+    #: the driver's plan of the query on this call (``None``: no OVER kernel, no pair map)
+    route: QueryPlan | None = None
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
@@ -480,228 +476,91 @@ def arrow_table(plan: Plan, schema: Any, cols: dict[str, list[Any]]) -> Any:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-# ----------------------------------------------------------------------------- state
-class SparkKeyState:
-    """:class:`adapters.KeyState` over one key's Spark state variables.
-
-    * meta: ``ValueState`` ``swag_meta`` (``m binary``): the driver's metadata bytes;
-    * event log: ``ListState`` ``swag_log`` (``seg binary``) of *segments*: each
-      ``add_events`` call (one per key and micro-batch) appends one element holding all its
-      entries (format: :mod:`adapters.state.segments`).
-      ``remove_events`` drops the segments entirely before ``before``, rewrites the one(s)
-      straddling it and keeps the others as they are.
-
-    Why not one state entry per event (a ``MapState`` keyed by ``seq``): each element of a
-    PySpark state call is pickled, sent to the JVM and written to RocksDB one by one, so the
-    cost per event would be a JVM round trip; with segments a micro-batch costs a few calls
-    per key whatever its size.
-    """
-
-    __slots__ = ("_log", "_meta")
-
-    def __init__(self, meta: Any, log: Any) -> None:
-        self._meta = meta
-        self._log = log
-
-    def get_meta(self) -> bytes | None:
-        row = self._meta.get()
-        if row is None:
-            return None
-        return bytes(row[0])
-
-    def put_meta(self, data: bytes) -> None:
-        self._meta.update((data,))
-
-    def add_events(self, entries: Sequence[LogEntry]) -> None:
-        if entries:
-            self._log.appendValue((encode_segment(entries),))
-
-    def read_events(self) -> Iterator[LogEntry]:
-        for row in self._log.get():
-            yield from decode_segment(bytes(row[0]))
-
-    def remove_events(self, before: int, keys: Sequence[tuple[int, int]]) -> None:
-        if not keys:
-            return
-        kept: list[tuple[bytes]] = []
-        changed = False
-        for row in self._log.get():
-            blob = bytes(row[0])
-            lo, hi = segment_range(blob)
-            if lo >= before:
-                kept.append((blob,))
-            elif hi < before:
-                changed = True
-            else:
-                survivors = [e for e in decode_segment(blob) if e[0] >= before]
-                kept.append((encode_segment(survivors),))
-                changed = True
-        if not changed:
-            return
-        if kept:
-            self._log.put(kept)
-        else:
-            self._log.clear()
-
-
-class SparkPairsKeyState(SparkKeyState):
-    """:class:`SparkKeyState` with the KVS layout's pair map (``docs/adapters.md``, "KVS
-    layout"): the driver keeps the key's per-event structures in the ``MapState``
-    ``swag_pairs`` (:class:`SparkPairMap`)."""
-
-    __slots__ = ("_pairs",)
-
-    def __init__(self, meta: Any, log: Any, pairs: SparkPairMap) -> None:
-        super().__init__(meta, log)
-        self._pairs = pairs
-
-    def pair_map(self) -> SparkPairMap:
-        return self._pairs
-
-
 # ----------------------------------------------------------------------------- streaming
+def declares_pairs(plan: Plan) -> bool:
+    """Whether the per-key processor declares the pair map state (the driver's plan says
+    whether the query can use the KVS layout, :attr:`adapters.QueryPlan.pair_map`)."""
+    return plan.route is not None and plan.route.pair_map
+
+
+class KeyProcessor:
+    """Feeds each key's micro-batch to the driver; one event-time timer per key.
+    The methods of the ``StatefulProcessor`` that :func:`make_processor` makes (it adds
+    Spark's base class, which only the streaming extras provide)."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.with_pairs = declares_pairs(plan)
+
+    def init(self, handle: Any) -> None:
+        self.handle = handle
+        self.meta = handle.getValueState(META_STATE, META_SCHEMA)
+        self.log = handle.getListState(LOG_STATE, LOG_SCHEMA)
+        self.driver, self.pairs = _driver_entry(self.plan)
+        # A checkpoint written without the map state restores with it: Spark accepts a
+        # new state variable (tests/spark/test_kvs_state.py).
+        self.pair_state = (handle.getMapState(PAIRS_STATE, PAIRS_KEY_SCHEMA,
+                                              PAIRS_VALUE_SCHEMA)
+                           if self.with_pairs else None)
+
+    def _state(self) -> SegmentLogState:
+        # the key's meta (ValueState swag_meta) and log (ListState swag_log of segments)
+        if self.pair_state is None:
+            return SegmentLogState(self.meta, self.log)
+        self.pairs.bind(self.pair_state)
+        return SegmentLogPairsState(self.meta, self.log, self.pairs)
+
+    def _watermark(self, timer_values: Any) -> int | None:
+        # Spark reports 0 before the first watermark exists (and its watermarks never go
+        # below 0): treat it as "no watermark yet".
+        wm = timer_values.getCurrentWatermarkInMs()
+        return wm if wm > 0 else None
+
+    def _timer(self, dkey: Any, out: Output) -> None:
+        # Parameter names of handleExpiredTimer/handleInputRows are fixed by Spark (it
+        # calls them with keywords). One timer per key (adapters.engine.timers); Spark
+        # fires at watermark >= T and its watermark means the driver's, so T = N.
+        want = out.timers.get(dkey)
+        change = rearm(None if want is None else int(want), list(self.handle.listTimers()))
+        if change is not None:
+            change.carry_out(self.handle.deleteTimer, self.handle.registerTimer)
+
+    def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
+        key_json = key[0]
+        dkey = decode_key(self.plan, key_json)
+        texts: dict[int, str] = {}
+        events = decode_events(self.plan, rows, texts)
+        state = self._state()
+        out = self.driver.process(dkey, events, state, watermark=self._watermark(timerValues))
+        self._timer(dkey, out)
+        frame = encode_output(self.plan, key_json, out, texts)
+        if frame is not None:
+            yield frame
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any,
+                           expiredTimerInfo: Any) -> Iterator[Any]:
+        key_json = key[0]
+        dkey = decode_key(self.plan, key_json)
+        wm = self._watermark(timerValues)
+        if wm is None:  # cannot happen: a timer fires only once the watermark passed it
+            wm = expiredTimerInfo.getExpiryTimeInMs()
+        state = self._state()
+        out = self.driver.advance_watermark(dkey, wm, state)
+        self._timer(dkey, out)
+        frame = encode_output(self.plan, key_json, out)
+        if frame is not None:
+            yield frame
+
+    def close(self) -> None:
+        pass
+
+
 def make_processor(plan: Plan) -> Any:
     """The :class:`StatefulProcessor` for ``transformWithStateInPandas`` (built lazily so
     that importing this module does not need the streaming extras)."""
     from pyspark.sql.streaming import StatefulProcessor
 
-    class SwagProcessor(StatefulProcessor):
+    class SwagProcessor(KeyProcessor, StatefulProcessor):
         """Feeds each key's micro-batch to the driver; one event-time timer per key."""
 
-        def __init__(self, plan: Plan) -> None:
-            self.plan = plan
-            self.with_pairs = uses_pairs(plan.query)
-
-        def init(self, handle: Any) -> None:
-            self.handle = handle
-            self.meta = handle.getValueState(META_STATE, META_SCHEMA)
-            self.log = handle.getListState(LOG_STATE, LOG_SCHEMA)
-            self.driver, self.pairs = _driver_entry(self.plan)
-            # A checkpoint written without the map state restores with it: Spark accepts a
-            # new state variable (tests/spark/test_kvs_state.py).
-            self.pair_state = (handle.getMapState(PAIRS_STATE, PAIRS_KEY_SCHEMA,
-                                                  PAIRS_VALUE_SCHEMA)
-                               if self.with_pairs else None)
-
-        def _state(self) -> SparkKeyState:
-            if self.pair_state is None:
-                return SparkKeyState(self.meta, self.log)
-            self.pairs.bind(self.pair_state)
-            return SparkPairsKeyState(self.meta, self.log, self.pairs)
-
-        def _watermark(self, timer_values: Any) -> int | None:
-            # Spark reports 0 before the first watermark exists (and its watermarks never go
-            # below 0): treat it as "no watermark yet".
-            wm = timer_values.getCurrentWatermarkInMs()
-            return wm if wm > 0 else None
-
-        def _timer(self, dkey: Any, out: Output) -> None:
-            # Parameter names of handleExpiredTimer/handleInputRows are fixed by Spark (it
-            # calls them with keywords). One timer per key (adapters.engine.timers); Spark
-            # fires at watermark >= T and its watermark means the driver's, so T = N.
-            want = out.timers.get(dkey)
-            change = rearm(None if want is None else int(want), list(self.handle.listTimers()))
-            if change is not None:
-                change.carry_out(self.handle.deleteTimer, self.handle.registerTimer)
-
-        def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
-            key_json = key[0]
-            dkey = decode_key(self.plan, key_json)
-            texts: dict[int, str] = {}
-            events = decode_events(self.plan, rows, texts)
-            state = self._state()
-            out = self.driver.process(dkey, events, state, watermark=self._watermark(timerValues))
-            self._timer(dkey, out)
-            frame = encode_output(self.plan, key_json, out, texts)
-            if frame is not None:
-                yield frame
-
-        def handleExpiredTimer(self, key: Any, timerValues: Any,
-                               expiredTimerInfo: Any) -> Iterator[Any]:
-            key_json = key[0]
-            dkey = decode_key(self.plan, key_json)
-            wm = self._watermark(timerValues)
-            if wm is None:  # cannot happen: a timer fires only once the watermark passed it
-                wm = expiredTimerInfo.getExpiryTimeInMs()
-            state = self._state()
-            out = self.driver.advance_watermark(dkey, wm, state)
-            self._timer(dkey, out)
-            frame = encode_output(self.plan, key_json, out)
-            if frame is not None:
-                yield frame
-
-        def close(self) -> None:
-            pass
-
     return SwagProcessor(plan)
-
-
-# ----------------------------------------------------------------------------- batch
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside the block. A key's batch allocates an object or
-    more per event (values, records, rows), which triggers collections that also walk every
-    long-lived object of the worker, a large share of the Python side's time. What the
-    block drops is freed by reference counting as usual;
-    cycles wait for the next collection after it."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
-    """The ``applyInArrow`` function ``(key, table) -> table``: one key's whole input (its
-    events, or its slices when ``plan.slices`` is set), released at end of input."""
-    typed = plan.typed
-    assert typed is not None
-    schema = arrow_schema(plan)
-    empty = schema.empty_table()
-    single_key = len(plan.key_names) == 1
-    # per-event windows of the commonest outputs: NumPy over the key's Arrow columns
-    from ._over import over_plan, over_table  # (imports this module)
-    over = over_plan(plan)
-
-    def swag_batch(key: tuple[Any, ...], table: Any) -> Any:
-        if table.num_rows == 0:
-            return empty
-        with _gc_paused():
-            return one_key(key, table)
-
-    def one_key(key: tuple[Any, ...], table: Any) -> Any:
-        if typed.keys is None:
-            out_key = key[0].as_py()
-            dkey = decode_key(plan, out_key)
-        else:
-            parts = tuple(k.as_py() for k in key)
-            dkey = out_key = parts[0] if single_key else parts
-        if over is not None:
-            fast = over_table(plan, over, schema, out_key, table)
-            if fast is not None:
-                return fast
-        driver = driver_for(plan)
-        texts: dict[int, str] = {}
-        if plan.slices is None:
-            events = arrow_events(plan, table, texts)
-        else:
-            events = plan.slices.events(table, dkey, plan.time_name)
-        try:
-            if plan.slices is None and driver.batch_runtime and len(events) >= MIN_BATCH:
-                # the cross-key runtime (slices and windows reduced in NumPy) over the key's
-                # whole input; it needs a state that keeps the log (the key's, dropped after)
-                backend = MemoryStateBackend()
-                out = driver.process_batch([(dkey, t, v) for t, v in events], backend)
-                out.extend(driver.advance_keys([dkey], END_OF_INPUT, backend))
-            else:
-                state = TransientKeyState()  # batch: no restart, so no event log
-                out = driver.process(dkey, events, state)
-                out.extend(driver.advance_watermark(dkey, END_OF_INPUT, state))
-        finally:
-            driver.drop_cache(dkey)
-        cols = wide_columns(plan, out_key, out, texts)
-        return empty if cols is None else arrow_table(plan, schema, cols)
-
-    return swag_batch

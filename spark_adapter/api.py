@@ -25,7 +25,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from adapters import Query
+from adapters import EngineFacts, Query, QueryPlan, WindowDriver
 from adapters.engine.fields import fields_read
 from adapters.query.specs import AggSpec, OverWindow
 from adapters.query.windows import (
@@ -38,10 +38,9 @@ from adapters.query.windows import (
 )
 
 from . import _types as T
+from ._batch import make_batch_function
 from ._buckets import BUCKET_IN, make_bucket_processor
-from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer, make_unpacker
-from ._presliced import SlicePlan, slice_plan
-from ._runtime import (
+from ._names import (
     AGGS_OUT,
     EVENT_OUT,
     KEY_IN,
@@ -53,12 +52,10 @@ from ._runtime import (
     TYPED_EVENT_OUT,
     VALUE_IN,
     WIDE_SCHEMA,
-    Plan,
-    Typed,
-    batch_schema,
-    make_batch_function,
-    make_processor,
 )
+from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer, make_unpacker
+from ._presliced import SlicePlan, slice_kinds
+from ._runtime import Plan, Typed, batch_schema, make_processor
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 #: Default name of the observed metric of a streaming query (``lastProgress``'s
@@ -229,47 +226,48 @@ def _aggregate_type(spec: AggSpec, raw: Any, value_types: Mapping[str, DataType]
     return dt
 
 
-def _slices(presliced: bool | None, query: Query, columns: Mapping[str, DataType],
-            key_names: Sequence[str], value_types: Mapping[str, DataType],
-            typed: Typed | None, time_is_string: bool, blocked: str | None
-            ) -> SlicePlan | None:
-    """The pre-slicing plan of the call (``None``: one row per event), per ``presliced``;
-    ``blocked``: why this streaming call cannot pre-slice whatever its query (``None``: it
-    may; see :func:`_stream_block`). Streaming pre-slices only when asked (``True``): it
-    follows Spark's lateness rule, not the driver's, and measured slower than the event
-    path on sparse streams (``docs/spark.md``, "Pre-slicing (streaming)")."""
-    if presliced is False or (presliced is None and typed is None):
-        return None
-    found: SlicePlan | str
-    if blocked is not None:
-        found = blocked
-    elif typed is not None:  # batch: the typed transport columns
-        transport = {name: f"{VALUE_IN}{i}" for i, (name, _) in enumerate(typed.values)}
-        found = slice_plan(query, value_types, transport, time_is_string, typed.keys,
-                           floating_sums=True)
-    else:  # streaming: the stage-1 frame of _sliced_stream names its columns the same way
-        transport = {name: f"{VALUE_IN}{i}" for i, name in enumerate(value_types)}
-        found = slice_plan(query, value_types, transport, time_is_string,
-                           [columns[k] for k in key_names])
-    if isinstance(found, str):
-        if presliced:
-            raise ValueError(f"presliced=True, but this query cannot be pre-sliced: {found}")
-        return None
-    return found
+def _facts(df: DataFrame, query: Query, value_types: Mapping[str, DataType],
+           key_types: Sequence[DataType] | None, typed: Typed, time_is_string: bool,
+           presliced: bool | None, blocked: str | None, key_buckets: int | None
+           ) -> EngineFacts:
+    """What this call can do, for the driver's planner (:meth:`adapters.WindowDriver.plan`).
+    ``typed``: the batch transport (whose typed number columns a finished key can hand to
+    the OVER kernel); ``key_types``: the types of the key columns Spark's slice
+    aggregation would group by (``None``: JSON text); ``blocked``: why a streaming call
+    cannot pre-slice whatever its query (:func:`_stream_block`)."""
+    if blocked is None and time_is_string:
+        blocked = "the time column is a string (Spark and the driver parse it differently)"
+    if blocked is None and key_types is not None and any(isinstance(t, T.FLOATING)
+                                                         for t in key_types):
+        blocked = ("a key column is floating (Spark's aggregate would turn a -0.0 key into "
+                   "0.0 and merge NaN keys)")
+    columns = None
+    if not df.isStreaming and not time_is_string and all(T.is_native(t)
+                                                         for t in value_types.values()):
+        columns = frozenset(n for n, _ in typed.values)
+        if len(typed.aggs) < len(query.aggregations):  # an aggregate travels as JSON
+            columns = None
+    if not df.isStreaming:
+        calls, state = EngineFacts.FINISHED, "none (batch: each key's whole input at once)"
+    elif key_buckets is None:
+        calls, state = EngineFacts.PER_KEY, "one state and timer per key (key_buckets=None)"
+    else:
+        calls, state = EngineFacts.MANY_KEYS, f"{key_buckets} key buckets, one state and timer each"
+    return EngineFacts("spark", df.isStreaming, calls, state,
+                       pair_maps=df.isStreaming and key_buckets is None,
+                       slice_kinds=slice_kinds(value_types), presliced=presliced,
+                       preslice_block=blocked, column_fields=columns)
 
 
-def _stream_block(streaming: bool, watermark: str | None, query: Query, late_rows: str,
+def _stream_block(streaming: bool, watermark: str | None, late_rows: str,
                   key_buckets: int | None) -> str | None:
-    """Why a streaming call cannot pre-slice whatever its windows and aggregations
-    (``None``: it may, or the call is batch)."""
+    """Why a streaming call cannot pre-slice whatever its query (``None``: it may, or the
+    call is batch; the query's own rules are the planner's)."""
     if not streaming:
         return None
     if watermark is None:
         return ("no watermark= (Spark's slice aggregation needs the watermark on the time "
                 "column, which the adapter sets only when given the delay)")
-    if query.allowed_lateness:
-        return ("allowed_lateness > 0 (Spark's slice aggregation closes a slice as soon as "
-                "the watermark passes it)")
     if late_rows != "drop":
         return f"late_rows={late_rows!r} (late events are returned one by one)"
     if key_buckets is None:
@@ -329,28 +327,7 @@ def _observed(wide: DataFrame, metric: str | Observation | None, streaming: bool
     return wide
 
 
-def sliding_aggregate(
-    df: DataFrame,
-    *,
-    key: str | Sequence[str],
-    time: str,
-    window: Any,
-    aggregations: Mapping[str, Any],
-    watermark: str | None = None,
-    allowed_lateness: Any = 0,
-    algorithm: str = "auto",
-    late_rows: str = "drop",
-    order_by: str | None = None,
-    output_types: Mapping[str, Any] | None = None,
-    metric: str | Observation | None = METRIC,
-    max_cached_keys: int | None = 100_000,
-    presliced: bool | None = None,
-    nulls: str = "skip",
-    key_buckets: int | None = KEY_BUCKETS,
-    layout: str = "memory",
-) -> DataFrame | tuple[DataFrame, DataFrame]:
-    """Exact window aggregates per key, on a streaming or a batch DataFrame.
-
+_ARGUMENTS = """
     Args:
         df: input rows; streaming (``df.isStreaming``) or batch.
         key: the key column (or columns).
@@ -400,7 +377,9 @@ def sliding_aggregate(
             Default ``"memory"``: the KVS layout pays off for large windows (one key,
             2^22 entries: 275 vs 1,563 MB of worker memory, 1.28x the events/s; 2^16:
             0.89x; ``docs/benchmarks.md``).
+"""
 
+_RETURNS = """
     Returns:
         One window spec: for sliding, tumbling, count and policy windows the columns
         ``key..., window_start, window_end, <aggregations>``; for an over window the input
@@ -411,7 +390,84 @@ def sliding_aggregate(
 
     Streaming queries must be written in ``append`` output mode and need the RocksDB state
     store provider; restarts from the checkpoint resume exactly.
-    """
+"""
+
+
+def sliding_aggregate(
+    df: DataFrame,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    window: Any,
+    aggregations: Mapping[str, Any],
+    watermark: str | None = None,
+    allowed_lateness: Any = 0,
+    algorithm: str = "auto",
+    late_rows: str = "drop",
+    order_by: str | None = None,
+    output_types: Mapping[str, Any] | None = None,
+    metric: str | Observation | None = METRIC,
+    max_cached_keys: int | None = 100_000,
+    presliced: bool | None = None,
+    nulls: str = "skip",
+    key_buckets: int | None = KEY_BUCKETS,
+    layout: str = "memory",
+) -> DataFrame | tuple[DataFrame, DataFrame]:
+    call = _prepare(df, key, time, window, aggregations, watermark, allowed_lateness,
+                    algorithm, late_rows, order_by, output_types, max_cached_keys, presliced,
+                    nulls, key_buckets, layout)
+    wide = _run(df, call, watermark, order_by, key_buckets)
+    wide = _observed(wide, metric, df.isStreaming)
+    return _results(wide, call, late_rows)
+
+
+sliding_aggregate.__doc__ = ("""Exact window aggregates per key, on a streaming or a batch
+    DataFrame.
+""" + _ARGUMENTS + _RETURNS)
+
+
+def explain(
+    df: DataFrame,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    window: Any,
+    aggregations: Mapping[str, Any],
+    watermark: str | None = None,
+    allowed_lateness: Any = 0,
+    algorithm: str = "auto",
+    late_rows: str = "drop",
+    order_by: str | None = None,
+    output_types: Mapping[str, Any] | None = None,
+    metric: str | Observation | None = METRIC,
+    max_cached_keys: int | None = 100_000,
+    presliced: bool | None = None,
+    nulls: str = "skip",
+    key_buckets: int | None = KEY_BUCKETS,
+    layout: str = "memory",
+) -> QueryPlan:
+    call = _prepare(df, key, time, window, aggregations, watermark, allowed_lateness,
+                    algorithm, late_rows, order_by, output_types, max_cached_keys, presliced,
+                    nulls, key_buckets, layout)
+    assert call.plan.route is not None
+    return call.plan.route
+
+
+explain.__doc__ = ("""The path :func:`sliding_aggregate` with the same arguments takes on
+    Spark, and why (:class:`adapters.QueryPlan`: ``print()`` it): pre-sliced or not and how
+    many slice rows, the OVER kernel, the cross-key or per-key runtime, kernels or
+    structures, the state and KVS layout. Nothing runs; the arguments are checked as
+    :func:`sliding_aggregate` checks them (``metric`` is ignored).
+""" + _ARGUMENTS)
+
+
+def _prepare(df: DataFrame, key: str | Sequence[str], time: str, window: Any,
+             aggregations: Mapping[str, Any], watermark: str | None, allowed_lateness: Any,
+             algorithm: str, late_rows: str, order_by: str | None,
+             output_types: Mapping[str, Any] | None, max_cached_keys: int | None,
+             presliced: bool | None, nulls: str, key_buckets: int | None, layout: str
+             ) -> _Call:
+    """The arguments checked and the workers' plan (:func:`sliding_aggregate`)."""
     columns, key_names, time_type = _check_arguments(
         df, key, time, aggregations, watermark, late_rows, order_by)
     _check_key_buckets(key_buckets)
@@ -421,15 +477,13 @@ def sliding_aggregate(
     query = Query.build(specs, dict(aggregations), duration_ms(allowed_lateness,
                                                                "allowed_lateness"),
                         None if algorithm in (None, "auto") else algorithm, nulls, layout)
-    blocked = _stream_block(df.isStreaming, watermark, query, late_rows, key_buckets)
+    blocked = _stream_block(df.isStreaming, watermark, late_rows, key_buckets)
     call = _plan_call(df, query, columns, key_names, time, time_type, aggregations,
                       output_types, late_rows, order_by, max_cached_keys, presliced, blocked,
                       key_buckets)
-    single = single and late_rows != "include"
-    _check_output_names(call, columns, key_names, single)
-    wide = _run(df, call, time, time_type, watermark, order_by, key_buckets)
-    wide = _observed(wide, metric, df.isStreaming)
-    return _results(wide, call, columns, key_names, time, time_type, late_rows, single)
+    call.single = single and late_rows != "include"
+    _check_output_names(call, columns, key_names, call.single)
+    return call
 
 
 def _check_arguments(df: DataFrame, key: str | Sequence[str], time: str,
@@ -474,6 +528,10 @@ class _Call:
     value_json: StructType
     agg_json: StructType
     time_col: Column
+    columns: dict[str, DataType]
+    time_type: DataType
+    #: one window spec and not ``late_rows="include"``: the one-spec output form
+    single: bool = True
 
 
 def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
@@ -498,12 +556,18 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
             encoders[a.name] = enc
     typed = _typed(df, key_names, columns, value_types, agg_types, encoders)
     time_col, time_is_string = _time_ms(F.col(time), time_type, time)
-    slices = _slices(presliced, query, columns, key_names, value_types,
-                     None if df.isStreaming else typed, time_is_string, blocked)
+    key_types = [columns[k] for k in key_names] if df.isStreaming else typed.keys
+    route = WindowDriver(query).plan(_facts(df, query, value_types, key_types, typed,
+                                            time_is_string, presliced, blocked, key_buckets))
+    slices = None
+    if route.presliced is not None:
+        names = [n for n, _ in typed.values] if not df.isStreaming else list(value_types)
+        slices = SlicePlan(route.presliced, {n: f"{VALUE_IN}{i}" for i, n in enumerate(names)})
+    transport: Typed | None = typed
     if df.isStreaming and (key_buckets is None or slices is not None):
-        typed = None
-    typed_values = dict(typed.values) if typed is not None else {}
-    typed_aggs = dict(typed.aggs) if typed is not None else {}
+        transport = None
+    typed_values = dict(transport.values) if transport is not None else {}
+    typed_aggs = dict(transport.aggs) if transport is not None else {}
     json_values = tuple(c for c in value_names if c not in typed_values)
     json_aggs = tuple(n for n in agg_types if n not in typed_aggs)
     value_json = StructType([StructField(c, T.json_type(value_types[c], c), True)
@@ -514,8 +578,9 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
                 time_name=time, time_is_string=time_is_string,
                 value_fixer=T.json_fixer(value_json), agg_encoders=encoders,
                 json_values=json_values, json_aggs=json_aggs, has_order=order_by is not None,
-                typed=typed, max_cached_keys=max_cached_keys, slices=slices)
-    return _Call(plan, event_names, agg_types, value_json, agg_json, time_col)
+                typed=transport, max_cached_keys=max_cached_keys, slices=slices, route=route)
+    return _Call(plan, event_names, agg_types, value_json, agg_json, time_col, columns,
+                 time_type)
 
 
 def _check_output_names(call: _Call, columns: Mapping[str, DataType],
@@ -555,12 +620,12 @@ def bucket_column(key_buckets: int) -> Column:
     return F.pmod(F.hash(F.col(KEY_IN)), F.lit(key_buckets))
 
 
-def _run(df: DataFrame, call: _Call, time: str, time_type: DataType, watermark: str | None,
-         order_by: str | None, key_buckets: int | None) -> DataFrame:
+def _run(df: DataFrame, call: _Call, watermark: str | None, order_by: str | None,
+         key_buckets: int | None) -> DataFrame:
     """The Python side's wide output (one row per window row, per-event row or late
     event): ``transformWithStateInPandas`` in streaming, ``applyInArrow`` in batch."""
     plan = call.plan
-    columns = _columns(df)
+    columns, time, time_type = call.columns, plan.time_name, call.time_type
     source = _watermarked(df, time, time_type, watermark) if df.isStreaming else df
     if df.isStreaming and plan.slices is not None:
         assert key_buckets is not None  # _stream_block
@@ -621,11 +686,12 @@ def _sliced_stream(source: DataFrame, plan: Plan, slices: SlicePlan,
                          .alias(VALUE_IN))
 
 
-def _results(wide: DataFrame, call: _Call, columns: Mapping[str, DataType],
-             key_names: tuple[str, ...], time: str, time_type: DataType, late_rows: str,
-             single: bool) -> DataFrame | tuple[DataFrame, DataFrame]:
+def _results(wide: DataFrame, call: _Call, late_rows: str
+             ) -> DataFrame | tuple[DataFrame, DataFrame]:
     """The user's DataFrame(s) from the wide output (see :func:`sliding_aggregate`)."""
-    plan = call.plan
+    plan, single = call.plan, call.single
+    columns, key_names, time, time_type = (call.columns, plan.key_names, plan.time_name,
+                                           call.time_type)
     parsed, key_cols, value_cols, agg_cols = _output_columns(
         wide, plan, columns, call.event_names, call.agg_types, call.value_json,
         call.agg_json)
@@ -660,5 +726,5 @@ def _results(wide: DataFrame, call: _Call, columns: Mapping[str, DataType],
     return results, late
 
 
-__all__ = ["METRIC", "SparkConfigError", "count_window", "over", "sliding",
+__all__ = ["METRIC", "SparkConfigError", "count_window", "explain", "over", "sliding",
            "sliding_aggregate", "tumbling"]

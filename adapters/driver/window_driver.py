@@ -7,11 +7,15 @@ An engine adapter calls :meth:`WindowDriver.process` when events arrive for a ke
 the late events (for a side output) and the time of the key's next timer. For many keys at
 once it offers :meth:`WindowDriver.process_batch` and :meth:`WindowDriver.advance_keys`,
 which run the cross-key NumPy runtime (:mod:`adapters.crosskey.batch_runtime`) where the
-query allows, else these per-key calls. Everything else is written once, behind these
-methods: lateness, the pending buffer, watermark-driven release into the structures,
-emission of due windows in time order, bulk eviction, the state layout and its codec. What
-happens to one key between calls (load, save, timer, release / emit / evict / trim) is the
-driver's :class:`~adapters.driver.key_store.KeyStore`, which both paths use.
+query allows, else these per-key calls. For a key's whole bounded input (batch mode) it
+offers :meth:`WindowDriver.finish` (cross-key or per-key) and
+:meth:`WindowDriver.finish_columns` (the OVER kernel on NumPy columns). Which path a query
+takes on an engine, and why, is :meth:`WindowDriver.plan` (:mod:`adapters.planning`).
+Everything else is written once, behind these methods: lateness, the pending buffer,
+watermark-driven release into the structures, emission of due windows in time order, bulk
+eviction, the state layout and its codec. What happens to one key between calls (load, save,
+timer, release / emit / evict / trim) is the driver's
+:class:`~adapters.driver.key_store.KeyStore`, which both paths use.
 
 How one key is processed (``docs/adapters.md`` has the full story):
 
@@ -42,15 +46,17 @@ from typing import Any
 from adapters.crosskey.batch_runtime import BatchRuntime
 from adapters.crosskey.columnar import ColumnarIntake, KeyColumns
 from adapters.crosskey.over_batch import OverBatchRuntime
+from adapters.crosskey.over_runtime import over_outputs
 from adapters.driver.intake import Accepted, Intake, PolicyMeasure
-from adapters.driver.kernels import Kernel, kernel_for
 from adapters.driver.key_runtime import KeyRuntime
 from adapters.driver.key_store import KeyStore, Lane
 from adapters.driver.position_lanes import CountLane, PolicyLane
 from adapters.driver.results import KeyInfo, LateEvent, Output
 from adapters.driver.selection import capability_problem, choose_algorithm
-from adapters.driver.time_lane import TimeLane, slice_grid
+from adapters.driver.time_lane import TimeLane
+from adapters.engine.over_kernel import KernelColumn, KernelRows, over_rows
 from adapters.errors import BadEventError
+from adapters.planning import EngineFacts, QueryPlan, decide, kernel_mode, use_cross_key
 from adapters.query.policy import pair_aggregation, policy_measure, policy_rule
 from adapters.query.specs import (
     CountWindow,
@@ -62,7 +68,7 @@ from adapters.query.specs import (
     parse_query,
 )
 from adapters.query.times import END_OF_INPUT, parse_time, parse_watermark
-from adapters.state.backend import KeyState, MemoryStateBackend, StateBackend
+from adapters.state.backend import KeyState, MemoryStateBackend, StateBackend, TransientKeyState
 
 _NOTHING: Accepted = ([], None, ())  # no events (never modified)
 
@@ -145,19 +151,18 @@ class WindowDriver:
         self.backend: StateBackend = backend if backend is not None else MemoryStateBackend()
         self._core = lifted_aggregation(q.aggregations)
         forced = algorithm if algorithm is not None else q.algorithm
+        self._algorithm = algorithm
+        #: the OVER kernel's plan for finished keys (None: the query has none)
+        self._over = over_outputs(q)
         lanes: list[Lane] = []
         time_specs = [(i, w) for i, w in enumerate(q.windows)
                       if isinstance(w, (SlidingWindow, OverWindow))]
         count_specs = [(i, w) for i, w in enumerate(q.windows) if isinstance(w, CountWindow)]
         policy_specs = [(i, w) for i, w in enumerate(q.windows) if isinstance(w, PolicyWindow)]
         time_groups = self._group(time_specs, forced)
-        # Kernel mode (adapters.driver.kernels): every output has a kernel and every lane is a
-        # sliced time lane, so no lane needs per-event lifted values.
-        found = [k for k in map(kernel_for, q.aggregations) if k is not None]
-        kernels: list[Kernel] | None = found if (
-            len(found) == len(q.aggregations) and time_groups
-            and not count_specs and not policy_specs
-            and all(slice_grid([s for _, s in g])[0] > 1 for _, g in time_groups)) else None
+        # Kernel mode (adapters.planning.kernel_mode): no lane needs per-event lifted values.
+        kernels = kernel_mode(q, [[s for _, s in g] for _, g in time_groups])
+        self._kernels = kernels is not None
         # a row gets the lowered result as row[out] (one output) or row.update(result)
         out = q.aggregations[0].name if len(q.aggregations) == 1 else None
         for name, group in time_groups:
@@ -316,6 +321,48 @@ class WindowDriver:
         for key in keys:
             self._apply(self._prepare(key, [], [], backend.key_state(key), w), out)
         return out
+
+    def finish(self, key: Hashable, events: Iterable[tuple[Any, Any]]) -> Output:
+        """Every row of one key's whole bounded input ``(time, value)`` (arrival order),
+        released at the end of input (batch mode: nothing is kept for a restart). The
+        driver runs the cross-key runtime or the per-key lanes
+        (:func:`adapters.planning.use_cross_key`) with the same rows either way."""
+        evs = events if type(events) is list else list(events)
+        try:
+            if use_cross_key(self.batch_runtime, len(evs)):
+                # the cross-key runtime needs a state that keeps the log (dropped after)
+                backend = MemoryStateBackend()
+                out = self.process_batch([(key, t, v) for t, v in evs], backend)
+                out.extend(self.advance_keys([key], END_OF_INPUT, backend))
+            else:
+                state = TransientKeyState()  # no restart, so no event log
+                out = self.process(key, evs, state)
+                out.extend(self.advance_watermark(key, END_OF_INPUT, state))
+        finally:
+            self.drop_cache(key)
+        return out
+
+    def finish_columns(self, times: Any, columns: dict[str, KernelColumn]) -> KernelRows | None:
+        """One key's whole bounded input as NumPy columns (``times`` int64 and the fields
+        of :attr:`QueryPlan.over_kernel`, in input order): its per-event rows by the OVER
+        kernel (:mod:`adapters.engine.over_kernel`), or ``None`` when the query has no
+        kernel or the columns break a kernel rule (then call :meth:`finish`)."""
+        if self._over is None:
+            return None
+        return over_rows(self._over, times, columns)
+
+    def plan(self, facts: EngineFacts) -> QueryPlan:
+        """Which path this driver's query takes on the engine that ``facts`` describe, and
+        why (:mod:`adapters.planning`); ``str()`` of it is the printable explanation.
+        Raises :class:`ValueError` if ``facts.presliced`` is ``True`` and the query cannot
+        be pre-sliced."""
+        forced = self._algorithm
+
+        def view(query: Query) -> tuple[bool, bool, list[tuple[str, tuple[int, ...], str]]]:
+            driver = self if query is self.query else WindowDriver(query, algorithm=forced)
+            return driver.batch_runtime, driver._kernels, driver.structures
+
+        return decide(self.query, facts, view)
 
     def info(self, key: Hashable, state: KeyState | None = None) -> KeyInfo:
         """Metrics of ``key`` (watermark, late count, ...), from the cache or its state."""

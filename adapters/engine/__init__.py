@@ -9,6 +9,16 @@ translates its own types and calls:
   engine must ship to the driver);
 * :mod:`~adapters.engine.rows`: the columns of the driver's output rows (for engines that
   declare an output schema);
-* :mod:`~adapters.engine.presliced`: a query rewritten to run over per-slice partial
-  aggregates that an engine computes natively (Spark batch pre-slicing).
+* :mod:`~adapters.engine.presliced`: which queries run over per-slice partial aggregates
+  that an engine computes natively, with which partials, the query rewritten over them and
+  the partials checked into driver events (Spark batch and streaming pre-slicing);
+* :mod:`~adapters.engine.over_kernel`: the OVER kernel's columns in and out
+  (:meth:`adapters.WindowDriver.finish_columns`);
+* :mod:`~adapters.engine.segment_log`: a key's state over a metadata cell and a list of
+  log segments (engines whose state calls cost a round trip per element);
+* :mod:`~adapters.engine.buckets`: many keys in one state group (one metadata blob, one
+  tagged segment list) and a bucket's call into the driver.
+
+Which of these an engine uses for a query is the driver's decision: the engine describes
+itself (:class:`adapters.EngineFacts`) and reads :meth:`adapters.WindowDriver.plan`.
 """

@@ -27,21 +27,28 @@ the slice's events, so in batch mode (every event, then ``END_OF_INPUT``) the sa
 emitted with the same bounds and, given exact partials, the same values as the query over the
 raw events.
 
-Whether the engine's partials are exact for a column type (e.g. a floating sum is not) is
-the engine's check (``spark_adapter._presliced``); this module checks windows and
-aggregations only.
+Which partials an engine computes for a field, and whether they are exact for the field's
+column kind (:func:`slice_layout`: an engine's floating sum is not, unless it sums a float's
+exact integer parts, :attr:`SliceField.exact`), is decided here from engine-free column
+kinds (:data:`INT`, :data:`LONG`, :data:`FLOAT`); the engine builds its own aggregation of
+the named partial columns (:data:`COUNT`, :data:`NON_NULL`, ...) and hands the rows to
+:meth:`SliceLayout.values`, which checks them as the event path checks raw values.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from adapters.driver.kernels import kernel_for
 from adapters.driver.time_lane import slice_grid
+from adapters.errors import BadEventError
 from adapters.query.builtins import PRESLICED, fns_taking
 from adapters.query.specs import AggSpec, Query, SlidingWindow, lifted_aggregation
 from swag_core import Aggregation
-from swag_core.exact import from_sum
+from swag_core.exact import FRACTION_BITS, from_parts, from_sum
 
 #: the partial holding a slice's event count
 COUNT_FIELD = "#n"
@@ -105,4 +112,207 @@ def sliced_query(query: Query, exact_fields: frozenset[str] = frozenset()) -> Qu
                        query.allowed_lateness, query.algorithm, query.nulls)
 
 
-__all__ = ["COUNT_FIELD", "SLICEABLE_FNS", "partial_field", "sliced_query"]
+#: engine-free column kinds of an aggregated field (anything else is not numeric)
+INT, LONG, FLOAT = "int", "long", "float"
+
+#: per-slice count of events (``count(*)``)
+COUNT = "swag_n"
+#: per-field partial columns: "<prefix><field index>"
+NON_NULL, MAX, MIN, SUM, SUM_HI, SUM_LO, ZERO = ("swag_c", "swag_x", "swag_m", "swag_s",
+                                                 "swag_h", "swag_l", "swag_z")
+#: an exactly summed floating field: its counts of +inf and -inf per row
+POS_INF, NEG_INF = "swag_p", "swag_g"
+#: the grouping column of an exactly summed floating field: the row's power-of-two scale q
+SCALE = "swag_q"
+#: the slice start column of slice rows
+START = "swag_t"
+
+
+@dataclass(frozen=True)
+class SliceField:
+    """One aggregated field and the partials an engine computes for it."""
+
+    #: the event field name
+    name: str
+    #: ``{"max", "min", "sum"}`` subset: the partials the outputs need
+    needs: frozenset[str]
+    #: a floating column (NaN and signed zeros checked)
+    floating: bool
+    #: a 64-bit integer column: its sum is taken as two 32-bit halves (``SUM_HI``/``SUM_LO``)
+    wide: bool
+    #: the first output reading the field, and its fn (for error messages)
+    output: str
+    fn: str
+    #: a floating column whose sum the outputs need: summed exactly as integer parts
+    #: ``m * 2**q`` grouped by ``q`` (``SCALE``), as ``SUM_HI``/``SUM_LO`` halves
+    exact: bool = False
+
+
+@dataclass(frozen=True)
+class SliceLayout:
+    """A query that runs pre-sliced (built by :func:`slice_layout`): the slice grid, the
+    partials per field, and the query the driver runs over slice rows."""
+
+    width: int
+    base: int
+    fields: tuple[SliceField, ...]
+    #: the query the driver runs over slice rows (same windows, same output names)
+    query: Query
+    #: missing values are left out (``nulls="skip"``), not bad input
+    skip: bool = False
+
+    def closed(self, watermark: int) -> int:
+        """Streaming: the driver's watermark when the engine's is ``watermark``: the start of
+        the slice holding it (every slice ending at or before ``watermark`` has left the
+        engine's aggregation; window ends lie on the grid)."""
+        return watermark - (watermark - self.base) % self.width
+
+    def values(self, cols: Mapping[str, list[Any]], keys: Sequence[Any]
+               ) -> list[dict[str, Any]]:
+        """The driver's event values (``{partial name: partial}``) of slice rows given as
+        columns (``cols``: :data:`START`, :data:`COUNT` and the per-field partial columns;
+        ``keys[i]``: row ``i``'s driver key, for errors); raises :class:`BadEventError` as
+        the event path does for null values and NaN."""
+        values: list[dict[str, Any]] = [{partial_field("count", None): n} for n in cols[COUNT]]
+        for i, f in enumerate(self.fields):
+            self._check(cols, keys, i, f)
+            self._extremes(cols, values, i, f)
+            if "sum" in f.needs:
+                self._sums(cols, values, i, f)
+        return values
+
+    def json_values(self, texts: Sequence[str], starts: Sequence[int], keys: Sequence[Any]
+                    ) -> list[dict[str, Any]]:
+        """:meth:`values` of slice rows whose partials travel as JSON objects (a floating
+        NaN or infinity written as a string)."""
+        rows = [json.loads(t) for t in texts]
+        if not rows:
+            return []
+        cols: dict[str, list[Any]] = {name: [r[name] for r in rows] for name in rows[0]}
+        for i, f in enumerate(self.fields):
+            if f.floating:
+                for prefix in (MAX, MIN, ZERO):
+                    col = cols.get(f"{prefix}{i}")
+                    if col is not None:
+                        cols[f"{prefix}{i}"] = [float(x) if type(x) is str else x for x in col]
+        cols[START] = list(starts)
+        return self.values(cols, keys)
+
+    def _check(self, cols: Mapping[str, list[Any]], keys: Sequence[Any], i: int,
+               f: SliceField) -> None:
+        """Bad input (``nulls="error"``): a null value or a NaN in a slice."""
+        if self.skip:
+            return
+        starts = cols[START]
+        for key, s, n, nn in zip(keys, starts, cols[COUNT], cols[f"{NON_NULL}{i}"]):
+            if nn < n:
+                self._bad(key, s, f, None)
+        if f.floating:
+            for key, s, mx in zip(keys, starts, cols[f"{MAX}{i}"]):
+                if mx != mx:
+                    self._bad(key, s, f, mx)
+
+    @staticmethod
+    def _extremes(cols: Mapping[str, list[Any]], values: list[dict[str, Any]], i: int,
+                  f: SliceField) -> None:
+        zeros = cols.get(f"{ZERO}{i}")
+        for what in ("max", "min"):
+            if what in f.needs:
+                extremes = cols[f"{MAX if what == 'max' else MIN}{i}"]
+                if zeros is not None:  # the oldest zero's sign (the event path keeps it)
+                    extremes = [z if x == 0 else x for x, z in zip(extremes, zeros)]
+                name = partial_field(what, f.name)
+                for value, x in zip(values, extremes):
+                    value[name] = x
+
+    @staticmethod
+    def _sums(cols: Mapping[str, list[Any]], values: list[dict[str, Any]], i: int,
+              f: SliceField) -> None:
+        total, mean = partial_field("sum", f.name), partial_field("mean", f.name)
+        present = cols[f"{NON_NULL}{i}"]
+        if f.exact:
+            for value, h, lo, q, nn, pos, neg in zip(
+                    values, cols[f"{SUM_HI}{i}"], cols[f"{SUM_LO}{i}"], cols[SCALE],
+                    present, cols[f"{POS_INF}{i}"], cols[f"{NEG_INF}{i}"]):
+                # sum(m) * 2**q in units of 2**-1074 (q >= -1074)
+                fixed = 0 if h is None else ((h << 32) + lo) << (q + FRACTION_BITS)
+                value[total] = value[mean] = from_parts(fixed, nn, pos, neg)
+            return
+        if f.wide:
+            sums = [None if h is None else (h << 32) + lo
+                    for h, lo in zip(cols[f"{SUM_HI}{i}"], cols[f"{SUM_LO}{i}"])]
+        else:
+            sums = cols[f"{SUM}{i}"]
+        for value, s, nn in zip(values, sums, present):
+            value[total] = s
+            value[mean] = (0, 0) if s is None else (s, nn)  # mean's identity
+
+    def _bad(self, key: Any, start: int, f: SliceField, x: Any) -> None:
+        what = "None (a null value)" if x is None else "NaN"
+        raise BadEventError(
+            f"key {key!r}, an event in [{start}, {start + self.width}): field {f.name!r} = "
+            f"{x!r} cannot be aggregated by output {f.output!r} ({f.fn}): {f.fn} cannot "
+            f"aggregate {what}", key=key, field=f.name, time=start)
+
+
+def _field_needs(query: Query, kinds: Mapping[str, str], floating_sums: bool
+                 ) -> tuple[dict[str, set[str]], dict[str, AggSpec]] | str:
+    """The partials each aggregated field needs and its first output, or why a field's
+    kind has no exact partial."""
+    needs: dict[str, set[str]] = {}
+    first: dict[str, AggSpec] = {}
+    for a in query.aggregations:  # count, max, min, sum, mean (sliced_query checked)
+        if a.fn == "count":
+            continue
+        field = a.field
+        assert field is not None and a.fn is not None
+        kind = kinds.get(field)
+        if kind not in (INT, LONG, FLOAT):
+            return f"aggregation {a.name!r}: field {field!r} is not numeric"
+        if a.fn in ("sum", "mean") and kind == FLOAT and not floating_sums:
+            return (f"aggregation {a.name!r}: {a.fn} of the floating column {field!r} (the "
+                    f"engine sums in another order: not bit-identical; only batch sums it "
+                    f"exactly)")
+        needs.setdefault(field, set()).add("sum" if a.fn == "mean" else a.fn)
+        first.setdefault(field, a)
+    return needs, first
+
+
+def slice_layout(query: Query, kinds: Mapping[str, str], floating_sums: bool = False
+                 ) -> SliceLayout | str:
+    """The :class:`SliceLayout` of ``query``, or why it cannot be pre-sliced.
+
+    ``kinds``: each value field's column kind (:data:`INT`, :data:`LONG`, :data:`FLOAT`;
+    others are not numeric); ``floating_sums``: whether the engine may sum a floating
+    column exactly by scale (:attr:`SliceField.exact`; one such column per query)."""
+    rewritten = sliced_query(query)  # (the windows and fns; run again below with exact fields)
+    if isinstance(rewritten, str):
+        return rewritten
+    found = _field_needs(query, kinds, floating_sums)
+    if isinstance(found, str):
+        return found
+    needs, first = found
+    exact = {n for n, need in needs.items() if "sum" in need and kinds[n] == FLOAT}
+    if len(exact) > 1:
+        return (f"sums of several floating columns ({', '.join(sorted(exact))}): the slices "
+                f"would be grouped by the scale of each")
+    for n, need in needs.items():
+        if exact and n not in exact and kinds[n] == FLOAT and need & {"max", "min"}:
+            return (f"the max/min of the floating column {n!r} beside the exact sum of "
+                    f"{min(exact)!r} (rows of one slice split by scale could tie 0.0 and "
+                    f"-0.0 of {n!r})")
+    rewritten = sliced_query(query, frozenset(exact))
+    assert not isinstance(rewritten, str)
+    # every window is sliding (sliced_query checked), so the grid is defined
+    width, base = slice_grid([w for w in query.windows if isinstance(w, SlidingWindow)])
+    fields = tuple(
+        SliceField(name=n, needs=frozenset(needs[n]), floating=kinds[n] == FLOAT,
+                   wide=kinds[n] == LONG, output=first[n].name, fn=first[n].fn or "",
+                   exact=n in exact)
+        for n in sorted(needs))
+    return SliceLayout(width=width, base=base, fields=fields, query=rewritten,
+                       skip=query.nulls == "skip")
+
+
+__all__ = ["COUNT", "COUNT_FIELD", "FLOAT", "INT", "LONG", "SLICEABLE_FNS", "SliceField",
+           "SliceLayout", "partial_field", "slice_layout", "sliced_query"]

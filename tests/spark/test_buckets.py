@@ -1,4 +1,5 @@
-"""The bucket layout of streaming state (``spark_adapter._buckets``) without a JVM: the
+"""The bucket layout of streaming state (``spark_adapter._buckets`` over
+``adapters.engine.buckets``) without a JVM: the
 blob codec, and the driver over a bucket's state against the in-memory reference, through
 rebuilds (another worker served the bucket) and log rewrites."""
 
@@ -10,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import spark_adapter._buckets as buckets_module
+import adapters.engine.buckets as buckets_module
 from adapters import MemoryStateBackend, StateError, WindowDriver
+from adapters.engine.buckets import BucketBackend, run_bucket
 from adapters.query.specs import Query
 from adapters.state.buckets import Bucket, KeyRecord, decode_bucket, encode_bucket
 from adapters.state.segments import segment_range
-from spark_adapter._buckets import BucketBackend, run_bucket
-from spark_adapter._runtime import Plan
+from spark_adapter._runtime import Plan, decode_key
 
 
 class FakeValue:
@@ -91,7 +92,7 @@ batches = st.lists(st.tuples(
     min_size=1, max_size=25)
 
 
-@pytest.mark.parametrize("compact_min", [2, buckets_module._COMPACT_MIN])
+@pytest.mark.parametrize("compact_min", [2, buckets_module.COMPACT_MIN])
 @settings(deadline=None, max_examples=60)
 @given(steps=batches)
 def test_driver_over_a_bucket_equals_the_reference(steps, compact_min):
@@ -99,12 +100,12 @@ def test_driver_over_a_bucket_equals_the_reference(steps, compact_min):
     dropped, rewritten once dead elements dominate) gives the rows and late events of the
     per-key reference run. With a minimum of 2 dead elements (not 64) short histories
     rewrite the log; with 64 they read past dead elements instead."""
-    old = buckets_module._COMPACT_MIN
-    buckets_module._COMPACT_MIN = compact_min
+    old = buckets_module.COMPACT_MIN
+    buckets_module.COMPACT_MIN = compact_min
     try:
         _bucket_against_reference(steps)
     finally:
-        buckets_module._COMPACT_MIN = old
+        buckets_module.COMPACT_MIN = old
 
 
 def _bucket_against_reference(steps: list[Any]) -> None:
@@ -120,14 +121,14 @@ def _bucket_against_reference(steps: list[Any]) -> None:
         if dropped:
             drv.drop_cache()
         ids = {k: f'{{"k":"{k}"}}'.encode() for k, _, _ in evs}
-        backend = BucketBackend(meta, log, 16, ids)
-        got = run_bucket(PLAN, drv, backend, evs, wm)
+        backend = BucketBackend(meta, log, 16, ids, lambda text: decode_key(PLAN, text))
+        got = run_bucket(drv, backend, evs, wm)
         live_before = _live_items(backend, log.items) + sorted(backend._new)
         backend.flush()
         b = backend.bucket
         # the counts are the list's; a rewrite keeps exactly the live elements
         assert b.live + b.dead == len(log.items)
-        assert b.dead < buckets_module._COMPACT_MIN or b.dead < b.live
+        assert b.dead < buckets_module.COMPACT_MIN or b.dead < b.live
         assert _live_items(backend, log.items) == sorted(live_before)
         want = ref.process_batch(evs, ref_state, watermark=wm) if evs else None
         rows = list(want.rows) if want else []
@@ -168,8 +169,8 @@ def test_few_round_trips_per_bucket_call():
     meta, log = FakeValue(calls), FakeList(calls)
     evs = [(f"k{i}", 5 + i % 7, {"v": i}) for i in range(50)]
     ids = {k: k.encode() for k, _, _ in evs}
-    backend = BucketBackend(meta, log, 4, ids)
-    run_bucket(PLAN, drv, backend, evs, None)
+    backend = BucketBackend(meta, log, 4, ids, lambda text: decode_key(PLAN, text))
+    run_bucket(drv, backend, evs, None)
     backend.flush()
     assert calls == ["get", "appendList", "update"]
 

@@ -53,13 +53,13 @@ def test_kvs_layout_on_spark_state_restarts_exactly(spark, tmp_path, monkeypatch
     is added; the keys move to it, then reopen from it): the rows are the oracle's and the
     event log holds only the pending events (the released ones are in the map state only)."""
     calls: list[bool] = []
-    uses_pairs = runtime.uses_pairs
+    declares_pairs = runtime.declares_pairs
 
-    def first_without_pairs(query):  # the processor of run 1 declares no map state
-        calls.append(uses_pairs(query))
+    def first_without_pairs(plan):  # the processor of run 1 declares no map state
+        calls.append(declares_pairs(plan))
         return len(calls) > 1 and calls[-1]
 
-    monkeypatch.setattr(runtime, "uses_pairs", first_without_pairs)
+    monkeypatch.setattr(runtime, "declares_pairs", first_without_pairs)
     scenario = _scenario()
     result = streaming_run(scenario, restart_after=[1, 3], workdir=str(tmp_path),
                            part_queries=[{"layout": "memory"}, {"layout": "kvs"},

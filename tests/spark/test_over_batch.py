@@ -1,4 +1,5 @@
-"""Batch per-event windows through the NumPy kernel (``spark_adapter._over``) without a JVM:
+"""Batch per-event windows through the driver's OVER kernel (``spark_adapter._over``,
+``WindowDriver.finish_columns``) without a JVM:
 the grouped function's output table equals the driver path's, column for column (values,
 nulls, NaN, -0.0, types), for long and double columns, ties, nulls and ``order_by``."""
 
@@ -13,9 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.types import DoubleType, LongType, StringType
 
-import spark_adapter._over as over_module
+import spark_adapter._batch as batch_module
+from adapters import EngineFacts, WindowDriver
 from adapters.query.specs import Query
-from spark_adapter._runtime import Plan, Typed, make_batch_function
+from spark_adapter._batch import make_batch_function
+from spark_adapter._runtime import Plan, Typed
 
 FNS = ("max", "min", "sum", "mean")
 
@@ -28,13 +31,16 @@ def plan_for(fns: list[str], r: int, is_int: bool, has_order: bool) -> Plan:
     types = [(name, DoubleType() if fn == "mean" else vt) for name, fn in
              zip(aggs, fns)] + [("n", LongType())]
     typed = Typed(keys=(StringType(),), values=(("x", vt),), aggs=tuple(types))
-    return Plan(q, ("k",), "t", False, None, {}, (), (), has_order, typed)
+    route = WindowDriver(q).plan(EngineFacts("spark", False, EngineFacts.FINISHED,
+                                             column_fields=frozenset({"x"})))
+    assert route.over_kernel is not None
+    return Plan(q, ("k",), "t", False, None, {}, (), (), has_order, typed, route=route)
 
 
 def run(plan: Plan, table: pa.Table, fast: bool, monkeypatch: Any) -> pa.Table:
     with monkeypatch.context() as m:
         if not fast:
-            m.setattr(over_module, "over_plan", lambda plan: None)
+            m.setattr(WindowDriver, "finish_columns", lambda *a: None)
         fn = make_batch_function(plan)
     return fn((pa.scalar("key"),), table)
 
@@ -78,14 +84,14 @@ def test_kernel_table_equals_the_driver_table(patch: Any, data: Any, r: int, fns
 def test_the_kernel_runs_and_refusals_fall_back(monkeypatch: Any) -> None:
     """The kernel answers a plain table; an infinity goes to the driver (same output)."""
     calls: list[int] = []
-    real = over_module.over_table
+    real = batch_module.over_table
 
     def spy(*a: Any) -> Any:
         got = real(*a)
         calls.append(got is not None)
         return got
 
-    monkeypatch.setattr(over_module, "over_table", spy)
+    monkeypatch.setattr(batch_module, "over_table", spy)
     plan = plan_for(["max", "mean"], 3, False, False)
     plain = table_of([1, 2, 2, 5], [1.0, -0.0, 0.0, 2.5], False, [0, 0, 0, 0])
     inf = table_of([1, 2], [1.0, math.inf], False, [0, 0])
@@ -93,3 +99,17 @@ def test_the_kernel_runs_and_refusals_fall_back(monkeypatch: Any) -> None:
         fast = run(plan, table, True, monkeypatch)
         assert calls[-1] is used
         same(fast, run(plan, table, False, monkeypatch))
+
+
+def test_no_kernel_without_one_in_the_plan(monkeypatch: Any) -> None:
+    """A plan without the OVER kernel (the facts offer no number columns) never asks for it;
+    the rows are the driver's all the same."""
+    calls: list[int] = []
+    monkeypatch.setattr(batch_module, "over_table", lambda *a: calls.append(1))
+    plan = plan_for(["max"], 3, True, False)
+    plan.route = WindowDriver(plan.query).plan(EngineFacts("spark", False,
+                                                           EngineFacts.FINISHED))
+    assert plan.route.over_kernel is None
+    table = table_of([1, 2, 5], [3, 1, 2], True, [0, 0, 0])
+    out = make_batch_function(plan)((pa.scalar("key"),), table)
+    assert not calls and out.column("_swag_a0").to_pylist() == [3, 3, 2]

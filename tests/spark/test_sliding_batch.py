@@ -18,7 +18,8 @@ from adapters.crosskey.batch_runtime import BatchRuntime
 from adapters.crosskey.columnar import MIN_BATCH
 from adapters.driver.window_driver import WindowDriver
 from adapters.query.specs import Query
-from spark_adapter._runtime import Plan, Typed, make_batch_function
+from spark_adapter._batch import make_batch_function
+from spark_adapter._runtime import Plan, Typed
 
 FNS = ("count", "max", "min", "sum", "mean")
 

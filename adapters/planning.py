@@ -1,0 +1,262 @@
+"""Which path a query takes, and why: the one place that decides (engine-free).
+
+An engine describes what it can do with :class:`EngineFacts` (its name, batch or streaming,
+how it calls the driver, the kinds of its value columns, ...) and gets a :class:`QueryPlan`
+from :meth:`adapters.WindowDriver.plan`. The plan says, each with its reason:
+
+* **pre-sliced** (:mod:`adapters.engine.presliced`): the engine aggregates each
+  ``(key, slice)`` itself and hands the driver one row per non-empty slice (Traub et al.,
+  "General Stream Slicing", EDBT 2019); the driver runs :attr:`QueryPlan.driver_query`;
+* **OVER kernel** (:mod:`adapters.crosskey.over_runtime`): a finished key's per-event rows
+  computed from its columns in NumPy, no structure at all;
+* **runtime**: the cross-key NumPy runtime (:mod:`adapters.crosskey.batch_runtime`) or the
+  per-key lanes, per the way the engine calls (:data:`PER_KEY`, :data:`MANY_KEYS`,
+  :data:`FINISHED`) and the batch's size (:func:`use_cross_key`);
+* **kernels or structures** (:func:`kernel_mode`): the lanes fold runs of raw values with C
+  builtins (:mod:`adapters.driver.kernels`) or lift every event;
+* **KVS layout**: whether the engine's per-key state offers the pair map
+  (:mod:`adapters.driver.kvs_lanes`), and where the per-event structures live.
+
+Engines read the plan; they never import the driver's internals. A new path is added here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from adapters.crosskey.columnar import MIN_BATCH
+from adapters.crosskey.over_runtime import OverPlan, over_outputs
+from adapters.driver.kernels import Kernel, kernel_for
+from adapters.driver.kvs_lanes import uses_pairs
+from adapters.driver.time_lane import slice_grid
+from adapters.engine.presliced import SliceLayout, slice_layout
+from adapters.query.specs import CountWindow, PolicyWindow, Query, SlidingWindow
+
+#: how an engine calls the driver: one key per call (``process`` / ``advance_watermark``)
+PER_KEY = "per key"
+#: many keys per call (``process_batch`` / ``advance_keys``)
+MANY_KEYS = "many keys"
+#: a key's whole bounded input at once (``finish`` / ``finish_columns``: batch mode)
+FINISHED = "finished"
+CALLS = (PER_KEY, MANY_KEYS, FINISHED)
+
+
+@dataclass(frozen=True)
+class EngineFacts:
+    """What an engine tells the planner about one call of its ``sliding_aggregate``."""
+
+    PER_KEY: ClassVar[str] = PER_KEY
+    MANY_KEYS: ClassVar[str] = MANY_KEYS
+    FINISHED: ClassVar[str] = FINISHED
+
+    #: the engine's name (``"spark"``, ``"beam"``, ``"flink"``, ...), for the plan's text
+    engine: str
+    #: a streaming query (else batch: every event, then the end of input)
+    streaming: bool
+    #: how the engine calls the driver: :data:`PER_KEY`, :data:`MANY_KEYS`, :data:`FINISHED`
+    calls: str = PER_KEY
+    #: the engine's own state layout, for the plan's text (e.g. ``"16 key buckets"``)
+    state: str = ""
+    #: whether the engine's per-key state can offer a pair map (the KVS layout)
+    pair_maps: bool = False
+    #: the value fields the engine can pre-slice, by column kind (``adapters.engine.
+    #: presliced.INT``, ``LONG``, ``FLOAT``; others: not numeric); ``None``: the engine
+    #: does not pre-slice
+    slice_kinds: Mapping[str, str] | None = None
+    #: the user's ``presliced`` argument (``None``: the planner's choice)
+    presliced: bool | None = None
+    #: why this call cannot pre-slice whatever its query (``None``: it may)
+    preslice_block: str | None = None
+    #: the fields a finished key's input can be handed over as number columns
+    #: (``None``: the engine hands events only, no OVER kernel)
+    column_fields: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """The path a query takes on one engine (:meth:`adapters.WindowDriver.plan`); ``str()``
+    is the printable explanation."""
+
+    facts: EngineFacts
+    #: the query the driver runs (the sliced query when pre-sliced)
+    driver_query: Query
+    #: the pre-slicing layout, or ``None`` (:attr:`reasons` ``["presliced"]`` says why)
+    presliced: SliceLayout | None
+    #: the OVER kernel's plan for finished keys, or ``None``
+    over_kernel: OverPlan | None
+    #: the driver's runtime: ``"cross-key"`` or ``"per-key"`` (``"cross-key"`` for a
+    #: finished key means: when it has at least :data:`MIN_BATCH` events)
+    runtime: str
+    #: the lanes fold raw values with kernels (else one lift per event)
+    kernels: bool
+    #: ``(kind, window indices, algorithm)`` of each structure a key holds
+    structures: tuple[tuple[str, tuple[int, ...], str], ...]
+    #: the engine's per-key state offers a pair map (KVS layout possible)
+    pair_map: bool
+    #: why each decision went the way it did, by decision name
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        """The path in a few words, e.g. ``"pre-sliced, cross-key runtime, kernels"``."""
+        parts = ["pre-sliced"] if self.presliced is not None else []
+        if self.over_kernel is not None:
+            parts.append("OVER kernel")
+        parts.append(f"{self.runtime} runtime")
+        parts.append("kernels" if self.kernels else "structures")
+        if self.pair_map and self.driver_query.layout != "memory":
+            parts.append("KVS layout")
+        return ", ".join(parts)
+
+    def lines(self) -> list[str]:
+        """The explanation, one decision per line."""
+        f = self.facts
+        mode = "streaming" if f.streaming else "batch"
+        head = f"{f.engine} {mode}" + (f", state: {f.state}" if f.state else "")
+        out = [head, f"  path: {self.path}"]
+        for name in ("presliced", "over kernel", "runtime", "structures", "kvs layout"):
+            if name in self.reasons:
+                out.append(f"  {name}: {self.reasons[name]}")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def kernel_mode(query: Query, time_groups: Sequence[Sequence[Any]]) -> list[Kernel] | None:
+    """The lanes' kernels (:mod:`adapters.driver.kernels`) when every output has one and
+    every lane is a sliced time lane (no lane needs per-event lifted values), else
+    ``None``. ``time_groups``: the specs of each time lane."""
+    found = [k for k in map(kernel_for, query.aggregations) if k is not None]
+    if len(found) < len(query.aggregations) or not time_groups:
+        return None
+    if any(isinstance(w, (CountWindow, PolicyWindow)) for w in query.windows):
+        return None
+    if not all(slice_grid(list(group))[0] > 1 for group in time_groups):
+        return None
+    return found
+
+
+def use_cross_key(batch_runtime: bool, events: int) -> bool:
+    """Whether a finished key of ``events`` events runs in the cross-key runtime (it pays
+    off from :data:`MIN_BATCH` events; smaller keys take the per-key lanes)."""
+    return batch_runtime and events >= MIN_BATCH
+
+
+def preslicing(query: Query, facts: EngineFacts) -> tuple[SliceLayout | None, str]:
+    """The pre-slicing layout of ``query`` on the engine (or ``None``) and why; raises
+    :class:`ValueError` when the user asked for it (``presliced=True``) and it cannot be."""
+    if facts.slice_kinds is None:
+        return None, f"no ({facts.engine} does not pre-slice)"
+    if facts.presliced is False:
+        return None, "no (presliced=False)"
+    if facts.presliced is None and facts.streaming:
+        return None, ("no (streaming pre-slices only when asked, presliced=True: it follows "
+                      "the engine's lateness rule)")
+    found: SliceLayout | str
+    if facts.preslice_block is not None:
+        found = facts.preslice_block
+    elif facts.streaming and query.allowed_lateness:
+        found = ("allowed_lateness > 0 (the engine's slice aggregation closes a slice as soon "
+                 "as the watermark passes it)")
+    else:
+        found = slice_layout(query, facts.slice_kinds, floating_sums=not facts.streaming)
+    if isinstance(found, str):
+        if facts.presliced:
+            raise ValueError(f"presliced=True, but this query cannot be pre-sliced: {found}")
+        return None, f"no ({found})"
+    windows = [w for w in query.windows if isinstance(w, SlidingWindow)]
+    per_slide = ", ".join(f"{w.slide // found.width}" for w in windows)
+    per_window = ", ".join(f"{w.range // found.width}" for w in windows)
+    return found, (f"yes: the engine aggregates each (key, slice of {found.width} ms) into one "
+                   f"row; slice rows per key and window slide: at most {per_slide}; slices "
+                   f"per window: {per_window} (window spec order)")
+
+
+def over_kernel(query: Query, facts: EngineFacts,
+                presliced: SliceLayout | None) -> tuple[OverPlan | None, str]:
+    """The OVER kernel's plan for the engine's finished keys (or ``None``) and why."""
+    over = over_outputs(query)
+    if over is None:
+        return None, "no (not one over window of count, or max/min/sum/mean of a field)"
+    if facts.calls != FINISHED:
+        return None, f"no ({facts.engine} {'streaming' if facts.streaming else 'batch'} " \
+                     f"calls the driver {facts.calls}, not with finished keys)"
+    if presliced is not None or facts.column_fields is None:
+        return None, "no (the engine hands the driver events, not number columns)"
+    missing = [f for f in over.fields if f not in facts.column_fields]
+    if missing:
+        return None, f"no (field {missing[0]!r} is not a typed number column)"
+    return over, ("yes: each key's frames and aggregates from its columns in NumPy (a key "
+                  "whose values break a kernel rule, e.g. an infinity, takes the driver)")
+
+
+def runtime(facts: EngineFacts, batch_runtime: bool, over: bool = False) -> tuple[str, str]:
+    """The driver's runtime for the engine's calls (``over``: the OVER kernel takes the
+    keys it can), and why."""
+    path, why = _runtime(facts, batch_runtime)
+    return path, ("keys the OVER kernel refuses: " + why) if over else why
+
+
+def _runtime(facts: EngineFacts, batch_runtime: bool) -> tuple[str, str]:
+    if facts.calls == PER_KEY:
+        return "per-key", "per-key lanes (the engine calls the driver one key at a time)"
+    if not batch_runtime:
+        return "per-key", ("per-key lanes (the cross-key runtime does not cover this query: "
+                           "it needs sliced time windows or one over window, of kernel "
+                           "outputs)")
+    if facts.calls == FINISHED:
+        return "cross-key", (f"cross-key NumPy runtime for keys of at least {MIN_BATCH} "
+                             f"events, per-key lanes for smaller keys")
+    return "cross-key", "cross-key NumPy runtime (many keys per call)"
+
+
+def kvs_layout(query: Query, facts: EngineFacts) -> tuple[bool, str]:
+    """Whether the engine's per-key state offers the pair map, and where the per-event
+    structures live."""
+    if not uses_pairs(query):
+        return False, "not used (no over window)"
+    if not facts.streaming:
+        return False, "not used (batch: a key's structures live only while it runs)"
+    if not facts.pair_maps:
+        return False, (f"no pair map on {facts.engine}" +
+                       (f" ({facts.state})" if facts.state else "") +
+                       ": per-event structures in worker memory, rebuilt from the log")
+    where = {"memory": "worker memory, rebuilt from the log (layout='memory')",
+             "kvs": "the key's pair map from its next load (layout='kvs')",
+             "auto": "worker memory, moved to the pair map once large (layout='auto')"}
+    return True, f"pair map offered; per-event structures in {where[query.layout]}"
+
+
+#: what a driver of a query runs: ``(cross-key runtime covers it, kernel mode, structures)``
+DriverView = tuple[bool, bool, Sequence[tuple[str, tuple[int, ...], str]]]
+
+
+def decide(query: Query, facts: EngineFacts, view: Callable[[Query], DriverView]
+           ) -> QueryPlan:
+    """The :class:`QueryPlan` of ``query`` on the engine; ``view(q)``: what a driver of
+    query ``q`` runs (asked for the query the driver will run: the sliced one when
+    pre-sliced)."""
+    if facts.calls not in CALLS:
+        raise ValueError(f"EngineFacts.calls must be one of {CALLS}, got {facts.calls!r}")
+    reasons: dict[str, str] = {}
+    sliced, reasons["presliced"] = preslicing(query, facts)
+    driver_query = query if sliced is None else sliced.query
+    over, reasons["over kernel"] = over_kernel(query, facts, sliced)
+    batch_runtime, kernels, structures = view(driver_query)
+    path, reasons["runtime"] = runtime(facts, batch_runtime, over is not None)
+    lanes = ", ".join(f"{kind} lane of windows {list(idx)}: {algo}"
+                      for kind, idx, algo in structures)
+    reasons["structures"] = ("kernels (runs of raw values folded by C builtins); "
+                             if kernels else "one lift per event; ") + lanes
+    pairs, reasons["kvs layout"] = kvs_layout(query, facts)
+    return QueryPlan(facts, driver_query, sliced, over, path, kernels, tuple(structures),
+                     pairs, reasons)
+
+
+__all__ = ["CALLS", "FINISHED", "MANY_KEYS", "PER_KEY", "DriverView", "EngineFacts", "QueryPlan",
+           "decide",
+           "kernel_mode", "kvs_layout", "over_kernel", "preslicing", "runtime",
+           "use_cross_key"]

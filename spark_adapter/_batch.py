@@ -1,0 +1,76 @@
+"""Batch (``applyInArrow``): the grouped function that hands each key's whole input to the
+driver (:meth:`adapters.WindowDriver.finish`, or its OVER kernel through
+:mod:`spark_adapter._over`) and returns its rows as an Arrow table."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ._over import over_table
+from ._runtime import (
+    Plan,
+    arrow_events,
+    arrow_schema,
+    arrow_table,
+    decode_key,
+    driver_for,
+    wide_columns,
+)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside the block. A key's batch allocates an object or
+    more per event (values, records, rows), which triggers collections that also walk every
+    long-lived object of the worker, a large share of the Python side's time. What the
+    block drops is freed by reference counting as usual;
+    cycles wait for the next collection after it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
+    """The ``applyInArrow`` function ``(key, table) -> table``: one key's whole input (its
+    events, or its slices when ``plan.slices`` is set), released at end of input."""
+    typed = plan.typed
+    assert typed is not None
+    schema = arrow_schema(plan)
+    empty = schema.empty_table()
+    single_key = len(plan.key_names) == 1
+    over = plan.route.over_kernel if plan.route is not None else None
+
+    def swag_batch(key: tuple[Any, ...], table: Any) -> Any:
+        if table.num_rows == 0:
+            return empty
+        with _gc_paused():
+            return one_key(key, table)
+
+    def one_key(key: tuple[Any, ...], table: Any) -> Any:
+        if typed.keys is None:
+            out_key = key[0].as_py()
+            dkey = decode_key(plan, out_key)
+        else:
+            parts = tuple(k.as_py() for k in key)
+            dkey = out_key = parts[0] if single_key else parts
+        driver = driver_for(plan)
+        if over is not None:
+            fast = over_table(plan, over, driver, schema, out_key, table)
+            if fast is not None:
+                return fast
+        texts: dict[int, str] = {}
+        if plan.slices is None:
+            events = arrow_events(plan, table, texts)
+        else:
+            events = plan.slices.events(table, dkey, plan.time_name)
+        cols = wide_columns(plan, out_key, driver.finish(dkey, events), texts)
+        return empty if cols is None else arrow_table(plan, schema, cols)
+
+    return swag_batch
