@@ -28,9 +28,8 @@ from pyflink.common.typeinfo import BasicTypeInfo, ExternalTypeInfo, RowTypeInfo
 
 from adapters import BadEventError
 from adapters.engine.rows import row_columns
-from adapters.query.builtins import declared_output, output_type
 from adapters.query.output_types import BINARY, StructOf
-from adapters.query.specs import AggSpec, Query, get_field
+from adapters.query.specs import AggSpec, Query, declared_output, get_field, output_type
 
 from . import _time
 

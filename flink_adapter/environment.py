@@ -33,12 +33,11 @@ def embedded_python_path() -> list[str]:
     packages (an editable install reaches them through an import hook that a path cannot
     carry)."""
     import adapters
-    import flink_adapter
     import swag_core
 
     paths = [os.path.abspath(p) for p in sys.path if p and os.path.isdir(p)]
-    for package in (swag_core, adapters, flink_adapter):
-        paths.append(os.path.dirname(os.path.dirname(os.path.abspath(str(package.__file__)))))
+    for package_init in (swag_core.__file__, adapters.__file__, __file__):
+        paths.append(os.path.dirname(os.path.dirname(os.path.abspath(str(package_init)))))
     return list(dict.fromkeys(paths))
 
 

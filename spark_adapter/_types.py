@@ -44,9 +44,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from adapters.query.builtins import declared_output, output_type
 from adapters.query.output_types import StructOf
-from adapters.query.specs import AggSpec
+from adapters.query.specs import AggSpec, declared_output, output_type
 
 INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 FLOATING = (FloatType, DoubleType)

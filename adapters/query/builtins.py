@@ -15,7 +15,7 @@ import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from adapters.errors import QuerySpecError
 from adapters.query.checks import check_int
@@ -27,10 +27,8 @@ from adapters.query.output_types import (
     LONG,
     WIDENED,
     ArrayOf,
-    EngineTypes,
     OutputType,
     StructOf,
-    resolve,
 )
 from swag_core import Aggregation
 from swag_core.aggregations import (
@@ -51,11 +49,6 @@ from swag_core.aggregations import (
     Sum,
     Variance,
 )
-
-if TYPE_CHECKING:
-    from adapters.query.specs import AggSpec
-
-T = TypeVar("T")
 
 # ---------------------------------------------------------------- how an event is read
 #: the value of ``field`` (required)
@@ -154,30 +147,6 @@ def fns_taking(path: str) -> tuple[str, ...]:
     return tuple(b.name for b in _TABLE.values() if path in b.paths)
 
 
-def output_type(spec: AggSpec, engine: EngineTypes[T], field_type: Callable[[str], T | None],
-                row: T | None) -> T | None:
-    """The engine type of a built-in output ``spec`` (``None``: not a built-in, or the
-    engine has no type for it). ``field_type(name)`` gives an event field's type, ``row``
-    the type of a whole event."""
-    builtin = BUILTINS.get(spec.fn or "")
-    if builtin is None:
-        return None
-    read, others = spec.field, spec.other_fields
-
-    def input_type() -> T | None:
-        return None if read is None else field_type(read)
-
-    def keyed_type() -> T | None:
-        return field_type(others[0]) if others else row
-    return resolve(builtin.output, engine, input_type, keyed_type)
-
-
-def declared_output(spec: AggSpec) -> OutputType | None:
-    """The declared output type of ``spec``'s fn, ``None`` for a custom aggregation."""
-    builtin = BUILTINS.get(spec.fn or "")
-    return None if builtin is None else builtin.output
-
-
 # ---------------------------------------------------------------- monoids and params
 def lowered_by(agg: Aggregation, name: str, then: Callable[[Any], Any]) -> Aggregation:
     """``agg`` whose result ``r`` becomes ``then(r)`` (``None`` stays ``None``), named
@@ -245,5 +214,4 @@ del _builtin
 
 __all__ = ["BUILTINS", "COUNT_PRESENT", "CROSS_KEY", "FAST_PATHS", "FIELD", "FIELD_OR_EVENT",
            "KERNEL", "KEYED_PAIR", "OVER", "PRESLICED", "SKIP_COMPARED", "SKIP_VALUE",
-           "Builtin", "Param", "declared_output", "fns_taking", "lowered_by", "output_type",
-           "register", "unregister"]
+           "Builtin", "Param", "fns_taking", "lowered_by", "register", "unregister"]

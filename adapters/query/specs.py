@@ -17,7 +17,7 @@ import json
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from adapters.errors import QuerySpecError
 from adapters.query.adapted import aggregation_from
@@ -37,6 +37,7 @@ from adapters.query.missing import (
     is_missing,
     skipping_missing,
 )
+from adapters.query.output_types import EngineTypes, OutputType, resolve
 from adapters.query.window_specs import (
     POLICY_MEASURES,
     CountWindow,
@@ -390,8 +391,56 @@ def lifted_aggregation(specs: tuple[AggSpec, ...]) -> Aggregation:
         subtract=prod.subtract, commutative=prod.commutative, name=prod.name)
 
 
-__all__ = ["LAYOUTS", "NULL_MODES", "POLICY_MEASURES", "RESERVED_COLUMNS", "AggSpec",
-           "CountWindow", "OverWindow", "PolicyWindow", "Query", "SlidingWindow",
-           "TumblingWindow", "WindowSpec", "aggregation_from", "check_nulls", "get_field",
-           "is_missing", "lifted_aggregation", "parse_aggregation", "parse_query",
-           "parse_window", "plain_field", "skipping_missing"]
+T = TypeVar("T")
+
+
+def output_type(spec: AggSpec, engine: EngineTypes[T], field_type: Callable[[str], T | None],
+                row: T | None) -> T | None:
+    """The engine type of a built-in output ``spec`` (``None``: not a built-in, or the
+    engine has no type for it). ``field_type(name)`` gives an event field's type, ``row``
+    the type of a whole event."""
+    builtin = BUILTINS.get(spec.fn or "")
+    if builtin is None:
+        return None
+    read, others = spec.field, spec.other_fields
+
+    def input_type() -> T | None:
+        return None if read is None else field_type(read)
+
+    def keyed_type() -> T | None:
+        return field_type(others[0]) if others else row
+    return resolve(builtin.output, engine, input_type, keyed_type)
+
+
+def declared_output(spec: AggSpec) -> OutputType | None:
+    """The declared output type of ``spec``'s fn, ``None`` for a custom aggregation."""
+    builtin = BUILTINS.get(spec.fn or "")
+    return None if builtin is None else builtin.output
+
+
+__all__ = [
+    "LAYOUTS",
+    "NULL_MODES",
+    "POLICY_MEASURES",
+    "RESERVED_COLUMNS",
+    "AggSpec",
+    "CountWindow",
+    "OverWindow",
+    "PolicyWindow",
+    "Query",
+    "SlidingWindow",
+    "TumblingWindow",
+    "WindowSpec",
+    "aggregation_from",
+    "check_nulls",
+    "declared_output",
+    "get_field",
+    "is_missing",
+    "lifted_aggregation",
+    "output_type",
+    "parse_aggregation",
+    "parse_query",
+    "parse_window",
+    "plain_field",
+    "skipping_missing",
+]

@@ -29,13 +29,12 @@ from adapters.query.builtins import (
     Param,
     fns_taking,
     lowered_by,
-    output_type,
     register,
     unregister,
 )
 from adapters.query.missing import is_missing
 from adapters.query.output_types import INPUT, NAMED_TYPES, WIDENED
-from adapters.query.specs import parse_aggregation
+from adapters.query.specs import output_type, parse_aggregation
 from swag_core import product
 from swag_core.aggregations import Max, Min, Sum
 from tests.adapters.brute import brute_force
