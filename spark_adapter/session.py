@@ -61,7 +61,7 @@ def java_version() -> tuple[str, int]:
 def local_session(app_name: str = "swag", *, cores: int = 2, shuffle_partitions: int = 4,
                   driver_memory: str = "2g", log_level: str = "ERROR",
                   conf: dict[str, Any] | None = None, master: str | None = None,
-                  connect: bool = False) -> Any:
+                  connect: bool = False, python: str | None = None) -> Any:
     """An embedded ``local[cores]`` SparkSession ready for :func:`sliding_aggregate`
     (``master``: another master URL instead, e.g. ``spark://host:7077`` for a standalone
     cluster, with the same settings).
@@ -73,7 +73,8 @@ def local_session(app_name: str = "swag", *, cores: int = 2, shuffle_partitions:
     console progress bars, and (local master only) checkpoint files written through
     Hadoop's ``FileSystem`` API, which forks no processes. ``conf`` adds or overrides
     settings. If a session is already active, Spark returns it (static settings such as the
-    master cannot change then).
+    master cannot change then). ``python``: the Python workers' executable instead of this
+    interpreter (it must see the same packages).
 
     ``connect=True``: a Spark Connect session instead, served by PySpark's in-process Connect
     server (its own jars) over the same master and settings; it needs the Connect client
@@ -93,7 +94,7 @@ def local_session(app_name: str = "swag", *, cores: int = 2, shuffle_partitions:
         return builder.config(map={k: v for k, v in settings.items()
                                    if k.startswith("spark.sql.")}).getOrCreate()
     java_version()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_PYTHON"] = python or sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     builder = SparkSession.builder.master(master or f"local[{cores}]").appName(app_name)
     builder = builder.config(map=settings)
