@@ -17,7 +17,11 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/swag-wheel.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 fail() { echo "wheel_smoke: $*" >&2; exit 1; }
 
-"$python" -m pip wheel -q --no-deps -w "$work/dist" "$root"
+# Built from a copy of the tracked files: the build writes build/ and *.egg-info next to the
+# sources, which the other suites running from the checkout need not see.
+mkdir "$work/src"
+(cd "$root" && git ls-files -z | xargs -0 cp --parents -t "$work/src")
+"$python" -m pip wheel -q --no-deps -w "$work/dist" "$work/src"
 wheel=$(echo "$work"/dist/swag-*.whl)
 [ -f "$wheel" ] || fail "no wheel built in $work/dist"
 echo "built $(basename "$wheel")"

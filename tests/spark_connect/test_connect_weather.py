@@ -100,8 +100,8 @@ def test_streaming_sliding_and_over_match_pandas(spark, tmp_path):
     shutil.copy(WEATHER, source / "a.csv")
     header = WEATHER.read_text().splitlines()[0]
     cols = header.split(",")
-    sentinels = [",".join(f'"{o}"' if c == '"origin"' else f'"{SENTINEL}"'
-                          if c == '"time_hour"' else "NA" for c in cols)
+    sentinels = [",".join(o if c == "origin" else SENTINEL if c == "time_hour" else "NA"
+                          for c in cols)
                  for o in ("EWR", "JFK", "LGA")]
     (source / "b.csv").write_text("\n".join([header, *sentinels]) + "\n")
     for i, name in enumerate(("a.csv", "b.csv")):
