@@ -277,9 +277,10 @@ def _stream_block(streaming: bool, watermark: str | None, late_rows: str,
 
 def _has_watermark(df: DataFrame) -> bool:
     """Whether the streaming plan defines a watermark (``True`` if it cannot be told)."""
-    try:
-        plan = df._jdf.queryExecution().logical().toString()
-    except Exception:  # not a classic JVM-backed DataFrame: let Spark decide
+    try:  # Spark Connect has no _jdf: the server's plan text instead
+        plan = (df._explain_string(extended=True) if hasattr(df, "_explain_string")
+                else df._jdf.queryExecution().logical().toString())
+    except Exception:  # neither: let Spark decide
         return True
     return "EventTimeWatermark" in plan
 

@@ -398,9 +398,18 @@ def _observed(progress: list[Any], index: int) -> tuple[int, int]:
     for p in progress:
         metrics = (p.get("observedMetrics") or {}).get(metric_name(index))
         if metrics is not None:
-            late += int(metrics["late_events"])
-            emitted += int(metrics["rows"])
+            late += int(observed_field(metrics, "late_events"))
+            emitted += int(observed_field(metrics, "rows"))
     return late, emitted
+
+
+def observed_field(metrics: Any, name: str) -> Any:
+    """A field of an observed metric's row. Spark Connect's progress (PySpark 4.3) gives the
+    row as ``Row(values=[...], schema={"fields": [...]})`` instead of a row of the fields."""
+    if "schema" in metrics.__fields__ and "values" in metrics.__fields__:
+        names = [f["name"] for f in metrics["schema"]["fields"]]
+        return metrics["values"][names.index(name)]
+    return metrics[name]
 
 
 def _parts(n: int, restart_after: int | Sequence[int] | None) -> list[range]:
