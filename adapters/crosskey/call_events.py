@@ -54,11 +54,11 @@ def boundaries(keys: list[CrossKey], watermark: int | float | None, lateness: in
     for k in keys:
         mark = k.wm if watermark is None or watermark <= k.wm else watermark
         marks.append(mark)
-        b = mark - lateness
-        if b > INT64_MAX:
+        boundary = mark - lateness
+        if boundary > INT64_MAX:
             beyond[k.id] = True
-        elif b > INT64_MIN:
-            bound[k.id] = int(b)
+        elif boundary > INT64_MIN:
+            bound[k.id] = int(boundary)
     return Boundaries(marks, bound, beyond)
 
 

@@ -96,9 +96,10 @@ def _arrival_sorted(times: list[Any], columns: list[list[Any]], seqs: list[tuple
     """The log entries' columns as arrays sorted by (time, arrival), or ``None`` if a float
     is not finite."""
     all_times = np.concatenate(times) if times else np.zeros(0, np.int64)
-    values = [np.concatenate(c) if c else np.zeros(0, np.int64 if i else np.float64)
-              for c, i in zip(columns, ints)]
-    if any(not i and not np.isfinite(x).all() for x, i in zip(values, ints)):
+    values = [np.concatenate(pieces) if pieces else np.zeros(0, np.int64 if is_int else np.float64)
+              for pieces, is_int in zip(columns, ints)]
+    if any(not is_int and not np.isfinite(column).all()
+           for column, is_int in zip(values, ints)):
         return None
     # arrival numbers: an entry written with seq s holds events s, s + 1, ...
     first = np.array([seq for seq, _ in seqs], np.int64)
@@ -106,7 +107,7 @@ def _arrival_sorted(times: list[Any], columns: list[list[Any]], seqs: list[tuple
     offsets = np.arange(len(all_times), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes,
                                                                       sizes)
     order = np.lexsort((np.repeat(first, sizes) + offsets, all_times))
-    return all_times[order], [x[order] for x in values]
+    return all_times[order], [column[order] for column in values]
 
 
 class KeyLoader:
@@ -130,7 +131,8 @@ class KeyLoader:
         pending, closed = self.take_over(key, state, meta, k)
         partials = self.partials
         dtypes = [np.int64, *partials.value_dtypes()]
-        pending_columns = [np.array(c, dtype) for c, dtype in zip(zip(*pending), dtypes)] \
+        pending_columns = [np.array(column, dtype)
+                           for column, dtype in zip(zip(*pending), dtypes)] \
             if pending else [np.zeros(0, dtype) for dtype in dtypes]
         starts = np.array([start for start, _ in closed], np.int64)
         return LoadedKey(KeyRows(pending_columns[0], pending_columns[1:]),
@@ -156,19 +158,19 @@ class KeyLoader:
         log = self._read_log(state)
         if log is None:
             return None
-        b = wm - self.store.lateness
-        released = len(log.times) if b > INT64_MAX else 0 if b <= INT64_MIN else \
-            int(np.searchsorted(log.times, int(b), "left"))
+        bound = wm - self.store.lateness
+        released = len(log.times) if bound > INT64_MAX else 0 if bound <= INT64_MIN else \
+            int(np.searchsorted(log.times, int(bound), "left"))
         if released > int(meta["rel"]):
             return None  # more released events than the metadata counts: corrupt
-        closed = self._fold_released(log, released, b, k)
+        closed = self._fold_released(log, released, bound, k)
         heapq.heapify(log.segments)
         k.segments = log.segments
         k.meta_bytes = meta_bytes
         k.wm, k.seq, k.released, k.late = wm, int(meta["seq"]), int(meta["rel"]), \
             int(meta["late"])
         self.store.forget(key)  # a per-key runtime of the key is stale now
-        pending = KeyRows(log.times[released:], [x[released:] for x in log.columns])
+        pending = KeyRows(log.times[released:], [column[released:] for column in log.columns])
         return LoadedKey(pending, closed)
 
     def _checked_meta(self, meta_bytes: bytes) -> tuple[dict[str, Any], int | float] | None:
@@ -214,15 +216,18 @@ class KeyLoader:
         ordered = _arrival_sorted(times, columns, seqs, ints)
         return None if ordered is None else _Log(*ordered, segments)
 
-    def _fold_released(self, log: _Log, released: int, b: int | float, k: CrossKey) -> KeyRows:
+    def _fold_released(self, log: _Log, released: int, bound: int | float,
+                       k: CrossKey) -> KeyRows:
         """The closed slices of the log's first ``released`` events from the trim point
-        ``need(b)`` on; the newest slice goes to ``k``'s open slice if ``b`` is inside it."""
-        need = self.lane.need(b)
+        ``need(bound)`` on; the newest slice goes to ``k``'s open slice if ``bound`` is
+        inside it."""
+        need = self.lane.need(bound)
         lo = released if need == INF else 0 if need <= INT64_MIN else \
             int(np.searchsorted(log.times[:released], int(need), "left"))
         partials = self.partials
         if lo >= released:
-            return KeyRows(np.zeros(0, np.int64), [np.zeros(0, t) for t in partials.dtypes()])
+            return KeyRows(np.zeros(0, np.int64),
+                           [np.zeros(0, dtype) for dtype in partials.dtypes()])
         times = log.times[lo:released]
         width = self.lane.width
         slice_of = times - (times - self.lane.base) % width
@@ -230,12 +235,12 @@ class KeyLoader:
         first = np.concatenate(([0], cut))
         stop = np.concatenate((cut, [len(times)]))
         starts = slice_of[first]
-        parts = partials.of_runs([x[lo:released] for x in log.columns], first, stop,
+        parts = partials.of_runs([column[lo:released] for column in log.columns], first, stop,
                                  np.zeros(len(first), bool))
         last = len(first) - 1
-        if int(starts[last]) + width > b:  # the boundary is inside the newest slice
+        if int(starts[last]) + width > bound:  # the boundary is inside the newest slice
             k.open_start, k.open_acc = int(starts[last]), partials.get(parts, last)
-            starts, parts = starts[:last], [p[:last] for p in parts]
+            starts, parts = starts[:last], [column[:last] for column in parts]
         return KeyRows(starts, parts)
 
     # ------------------------------------------------------------------ from the per-key path
