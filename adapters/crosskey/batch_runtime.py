@@ -111,10 +111,12 @@ class CallPlan:
     #: per key id: closed slices before ``need_at`` go (all of them if ``need_beyond``)
     need_at: Any = None
     need_beyond: Any = None
-    need_of: dict[int | float, int | float] = field(default_factory=dict)  # keys share B
+    #: the trim point of each boundary (the keys of a call mostly share one)
+    need_of: dict[int | float, int | float] = field(default_factory=dict)
 
     @classmethod
     def for_ids(cls, id_count: int) -> CallPlan:
+        """An empty plan for a call on keys with ids below ``id_count``."""
         return cls(need_at=np.full(id_count, INT64_MIN, np.int64),
                    need_beyond=np.zeros(id_count, bool))
 
