@@ -130,6 +130,7 @@ class BatchRuntime:
         self._store = store
         self._intake = intake
         self._lane = lane
+        self._width = lane.width
         self._lateness = store.lateness
         #: the partial arrays of the outputs and the fields the pending arrays hold
         self._partials = Partials(fns, lane.kernels, intake.fields, lane.aggregation.lower_fn)
@@ -391,15 +392,13 @@ class BatchRuntime:
         """The key's open slice after its released runs: continued by its first run (the
         kernel's ``fold_onto``) or closed; the newest run stays open if ``bound`` is inside
         it."""
-        width = self._lane.width
-        partials = self._partials
+        width, partials = self._width, self._partials
         start, acc = k.open_start, k.open_acc
         first, stop = runs.key_first[pos], runs.key_stop[pos]
         if stop > first:
             if start == int(runs.starts[first]):  # the open slice goes on
                 partials.put(runs.parts, first, partials.fold_run(
-                    acc, runs.parts, runs.values, first, int(runs.first[first]),
-                    int(runs.stop[first])))
+                    acc, runs.parts, runs.values, first, runs.first, runs.stop))
             elif start is not None:
                 closing.append(ClosingSlice(k.id, start, acc))
             last = int(runs.starts[stop - 1])

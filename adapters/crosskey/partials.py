@@ -234,16 +234,16 @@ class Partials:
         return arrays
 
     def fold_run(self, acc: Any, run_parts: list[Any], columns: list[Any], j: int,
-                 first: int, stop: int) -> Any:
-        """The open slice's partial ``acc`` folded on with run ``j`` (events ``first .. stop
-        - 1`` of ``columns``; ``run_parts``: the runs' partial arrays), each array's kind by
-        its kernel: for ``max``/``min`` the older operand of a tie is ``acc``, so combining
-        with the run's partial is the same left fold; counts add the run's length; sums add
-        the run's exact partial."""
+                 run_first: Any, run_stop: Any) -> Any:
+        """The open slice's partial ``acc`` folded on with run ``j`` (events ``run_first[j]
+        .. run_stop[j] - 1`` of ``columns``; ``run_parts``: the runs' partial arrays), each
+        array's kind by its kernel: for ``max``/``min`` the older operand of a tie is
+        ``acc``, so combining with the run's partial is the same left fold; counts add the
+        run's length; sums add the run's exact partial."""
         if self.single:  # (without the loop: once per key and call)
-            return _fold_one(self.comps[0], acc, run_parts[0], columns, j, first, stop)
-        return self.join([_fold_one(comp, part, arr, columns, j, first, stop) for comp, part, arr
-                          in zip(self.comps, self.split(acc), run_parts)])
+            return _fold_one(self.comps[0], acc, run_parts[0], columns, j, run_first, run_stop)
+        return self.join([_fold_one(comp, part, arr, columns, j, run_first, run_stop)
+                          for comp, part, arr in zip(self.comps, self.split(acc), run_parts)])
 
     # ------------------------------------------------------------------ windows
     def window_values(self, closed: SortedRows, lo: Any, hi: Any) -> list[Any]:
@@ -264,10 +264,11 @@ class Partials:
 
 
 def _fold_one(comp: Component, part: Any, run_parts: Any, columns: list[Any], j: int,
-              first: int, stop: int) -> Any:
+              run_first: Any, run_stop: Any) -> Any:
     """One partial array's part of :meth:`Partials.fold_run`."""
     if comp.kind == "select":
         return comp.fold_onto(part, (comp.part_type(run_parts[j]),), 1)
+    first, stop = int(run_first[j]), int(run_stop[j])
     if comp.kind == "count":
         return comp.fold_onto(part, (), stop - first)
     return comp.fold_onto(part, columns[comp.col][first:stop].tolist(), stop - first)
