@@ -91,14 +91,9 @@ class ClosingSlice(NamedTuple):
     partial: Any
 
 
-class KeyWrite(NamedTuple):
-    """What a call writes for the key at ``pos``: its log removal and entry, its late
-    events."""
-
-    pos: int
-    removal: Removal
-    entry: Any
-    late: list[LateEvent] | None
+#: What a call writes for a key: ``(position in the call, log removal, log entry, late
+#: events)``. A plain tuple, as :data:`~adapters.crosskey.emission.Advance`.
+KeyWrite = tuple[int, Removal, Any, "list[LateEvent] | None"]
 
 
 @dataclass(slots=True)
@@ -375,7 +370,7 @@ class BatchRuntime:
         removal: Removal = None
         if mark > k.wm:
             old_bound, bound = k.wm - self._lateness, mark - self._lateness
-            plan.advances.append(Advance(pos, old_bound, bound))
+            plan.advances.append((pos, old_bound, bound))
             k.wm = mark
             k.released += runs.released[pos]
             self._move_open_slice(k, pos, bound, runs, plan.closing)
@@ -385,7 +380,7 @@ class BatchRuntime:
             entry = call_events.log_entry(k, new, first, stop, new.newest[pos])
         if late_events:
             k.late += len(late_events)
-        plan.writes.append(KeyWrite(pos, removal, entry, late_events))
+        plan.writes.append((pos, removal, entry, late_events))
 
     def _move_open_slice(self, k: CrossKey, pos: int, bound: int | float, runs: Runs,
                          closing: list[ClosingSlice]) -> None:

@@ -41,13 +41,10 @@ class WindowGrid(NamedTuple):
     first_end: int
 
 
-class Advance(NamedTuple):
-    """A key whose boundary advanced in a call: its position in the call, its old and new
-    boundary (``watermark - lateness``)."""
-
-    pos: int
-    old_bound: int | float
-    bound: int | float
+#: A key whose boundary advanced in a call: ``(position in the call, old boundary, new
+#: boundary)`` (boundary: ``watermark - lateness``). A plain tuple: one is made per key and
+#: call, and a named tuple's constructor cost about 2% of a call (A/B, 10^6 events).
+Advance = tuple[int, "int | float", "int | float"]
 
 
 class _DueEnds:
@@ -88,7 +85,7 @@ def due_windows(closed: SortedRows, ids: Any, advances: Sequence[Advance],
     bound``) of the advancing keys that hold a closed slice, per key in call order, ends
     ascending (``None``: no window); some may hold none of the key's slices."""
     starts = closed.times
-    key_ids = ids[np.array([advance.pos for advance in advances])]
+    key_ids = ids[np.array([pos for pos, _, _ in advances])]
     lo = np.searchsorted(closed.ids, key_ids, "left").tolist()
     hi = np.searchsorted(closed.ids, key_ids, "right").tolist()
     oldest = starts[np.minimum(lo, len(starts) - 1)].tolist()
