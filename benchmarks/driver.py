@@ -738,9 +738,8 @@ def markdown(payload: dict[str, Any]) -> str:
     if over:
         out.append("### Per-event OVER windows `[t - 1h, t]` vs pandas\n")
         out.append(
-            "Recorded in this section's run, when per-event windows still took the driver's "
-            "per-key path (the next section has the cross-key OVER runtime). "
-            "The same stream through `WindowDriver` with `{\"kind\": \"over\", \"range\": "
+            "Per-event windows take the driver's per-key path. The same stream through "
+            "`WindowDriver` with `{\"kind\": \"over\", \"range\": "
             "3600000}` (one row per event), and pandas on the events the driver accepted "
             "(late ones removed): a DataFrame built from the same Python events, sorted by "
             "key and time, then `groupby(\"key\").rolling(\"1h\", on=\"time\", "

@@ -84,25 +84,35 @@ def run_steps(query: Query | Mapping[str, Any], steps: Iterable[Mapping[str, Any
         else:
             raise ValueError(f"step {i}: expected an 'events' or 'watermark' step, got "
                              f"{dict(step)!r:.80}")
-        for key, t in out.timers.items():
-            if t is None:
-                timers.pop(key, None)
-            elif t <= watermark:
-                raise RuntimeError(f"driver asked for a timer at {t} for key {key!r}, not "
-                                   f"after the watermark {watermark}")
-            else:
-                timers[key] = t
-        result.rows.extend(out.rows)
-        result.step_rows.append(out.rows)
-        result.late_events.extend(out.late)
-        for ev in out.late:
-            result.late[ev.key] = result.late.get(ev.key, 0) + 1
+        _set_timers(timers, out, watermark)
+        _record(result, out)
         if i in restart_after:
             backend = MemoryStateBackend.restore(backend.snapshot())
             driver = new_driver()
     result.driver = driver
     result.backend = backend
     return result
+
+
+def _set_timers(timers: dict[Any, int], out: Output, watermark: int | float) -> None:
+    """The keys' timers after a call's output; a timer not after the watermark is a bug."""
+    for key, t in out.timers.items():
+        if t is None:
+            timers.pop(key, None)
+        elif t <= watermark:
+            raise RuntimeError(f"driver asked for a timer at {t} for key {key!r}, not "
+                               f"after the watermark {watermark}")
+        else:
+            timers[key] = t
+
+
+def _record(result: RunResult, out: Output) -> None:
+    """A step's rows and late events into ``result``."""
+    result.rows.extend(out.rows)
+    result.step_rows.append(out.rows)
+    result.late_events.extend(out.late)
+    for ev in out.late:
+        result.late[ev.key] = result.late.get(ev.key, 0) + 1
 
 
 def run_scenario(scenario: Mapping[str, Any], **options: Any) -> RunResult:

@@ -35,13 +35,12 @@ values (a prefix sum of the mask) and gives ``None`` (a masked row) when it has 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from adapters.driver.kernels import kernel_for
 from adapters.query.builtins import OVER, fns_taking
 from adapters.query.specs import OverWindow, Query
-from swag_core.exact import COUNTERS, FRACTION_BITS, ONE_FLOAT, fixed, lift_float, ratio_to_float
+from swag_core.exact import FRACTION_BITS, fixed, ratio_to_float
 
 try:
     import numpy as np
@@ -268,20 +267,5 @@ def _fixed_points(x: Any) -> list[int]:
     return [a << s for a, s in zip(mant, shift.tolist())]
 
 
-def float_partials(x: Any) -> list[int]:
-    """:func:`swag_core.exact.lift_float` of each finite float of ``x``: its fixed-point int
-    above the counters, plus one float value."""
-    return [(f << COUNTERS) + ONE_FLOAT for f in _fixed_points(x)]
-
-
-def check_fixed(xs: Sequence[float]) -> bool:
-    """Whether :func:`_fixed_points` and :func:`float_partials` equal
-    :func:`swag_core.exact.fixed` and :func:`~swag_core.exact.lift_float` on ``xs`` (for
-    the tests)."""
-    x = np.array(xs, np.float64)
-    return (_fixed_points(x) == [fixed(v) for v in xs]
-            and float_partials(x) == [lift_float(v) for v in xs])
-
-
-__all__ = ["Column", "OverOutput", "OverPlan", "Values", "check_fixed", "float_partials",
-           "frame_bounds", "frames_at", "over_outputs", "over_values", "range_extreme"]
+__all__ = ["Column", "OverOutput", "OverPlan", "Values", "frame_bounds", "frames_at",
+           "over_outputs", "over_values", "range_extreme"]

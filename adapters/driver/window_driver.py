@@ -45,7 +45,6 @@ from typing import Any
 
 from adapters.crosskey.batch_runtime import BatchRuntime
 from adapters.crosskey.columnar import ColumnarIntake, KeyColumns
-from adapters.crosskey.over_batch import OverBatchRuntime
 from adapters.crosskey.over_runtime import over_outputs
 from adapters.driver.intake import Accepted, Intake, PolicyMeasure
 from adapters.driver.key_runtime import KeyRuntime
@@ -190,8 +189,6 @@ class WindowDriver:
         #: the cross-key batch runtime for the commonest queries (None: not covered)
         self._batch = BatchRuntime.for_query(self.key_store, self._columnar, q.aggregations,
                                              forced) if self._columnar is not None else None
-        if self._batch is None and columnar:  # per-event windows: their own emission
-            self._batch = OverBatchRuntime.for_over(self.key_store, q.aggregations, forced)
 
     # ------------------------------------------------------------------ set-up
     def _group(self, specs: list[tuple[int, Any]],
@@ -218,8 +215,7 @@ class WindowDriver:
     def batch_runtime(self) -> bool:
         """Whether :meth:`process_batch` and :meth:`advance_keys` use the cross-key batch
         runtime for this query (:mod:`adapters.crosskey.batch_runtime`: windows reduced from
-        slices in NumPy, or :mod:`adapters.crosskey.over_batch` for a per-event window; not
-        by :attr:`structures`, which the per-key calls use)."""
+        slices in NumPy; not by :attr:`structures`, which the per-key calls use)."""
         return self._batch is not None
 
     # ------------------------------------------------------------------ public API

@@ -36,6 +36,7 @@ from adapters import (
     WindowDriver,
 )
 from adapters.crosskey.batch_runtime import BatchRuntime
+from adapters.crosskey.key_loading import KeyLoader
 
 np = pytest.importorskip("numpy")
 
@@ -535,7 +536,7 @@ class _TwoWorkers:
     """Two drivers of one query on one backend, each call on one of them by a schedule drawn
     from ``seed``: how Spark runs a bucket's task on whichever of its two Python workers is
     free, so a worker's cached runtime of a key is stale as often as not (the batch runtime
-    then rebuilds it from the log in arrays, :meth:`BatchRuntime._rebuild`, or replaces its
+    then rebuilds it from the log in arrays, :meth:`KeyLoader.rebuild`, or replaces its
     stale rows)."""
 
     def __init__(self, make: Callable[[dict[str, Any]], WindowDriver], query: dict[str, Any],
@@ -901,14 +902,14 @@ def test_two_workers_rebuild_from_the_log_in_arrays(fn: str, shape: str,
     """:func:`_mixed_calls` alternating between two workers: the batch runtime rebuilds keys
     from their logs itself (no per-key rebuild), with the general path's results."""
     rebuilt = []
-    rebuild = BatchRuntime._rebuild
+    rebuild = KeyLoader.rebuild
 
-    def counted(self: BatchRuntime, *args: Any) -> Any:
+    def counted(self: KeyLoader, *args: Any) -> Any:
         got = rebuild(self, *args)
         rebuilt.append(got is not None)
         return got
 
-    monkeypatch.setattr(BatchRuntime, "_rebuild", counted)
+    monkeypatch.setattr(KeyLoader, "rebuild", counted)
     fast, general = _two_workers(seed=5)
     outcomes = _lockstep(_query(fn, shape), _mixed_calls(), fast=fast, reference=general)
     assert all(o[0] == "ok" for o in outcomes)

@@ -155,15 +155,15 @@ def test_without_the_compiled_reader(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "the compiled one was not built" in text and "by the compiled reader" not in text
 
 
-def test_driver_over_measures_the_over_runtime(stream: bench.Workload) -> None:
-    """``benchmarks/driver_over.py`` on the small stream: the cross-key OVER runtime ran, its
-    rows equal pandas' and the per-key path's, and the report renders its goals."""
+def test_driver_over_measures_the_driver(stream: bench.Workload) -> None:
+    """``benchmarks/driver_over.py`` on the small stream: the driver's rows equal pandas', and
+    the report renders its goals."""
     pytest.importorskip("pandas")
     from benchmarks import driver_over
 
     small = bench.workload(N, keys=KEYS, hours=HOURS, batch=200)
     over = driver_over.measure(small, rounds=1)
-    assert [e["batch_runtime"] for e in over] == [True] * len(bench.AGGREGATIONS)
-    assert all(e["rows_equal_pandas"] and e["rows_equal_per_key"] for e in over)
+    assert len(over) == len(bench.AGGREGATIONS)
+    assert all(e["rows_equal_pandas"] for e in over)
     text = driver_over.markdown({"over": over, "load_before": [], "load_after": []})
     assert text.count("at least as fast as pandas") == len(bench.AGGREGATIONS)

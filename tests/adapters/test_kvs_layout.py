@@ -248,11 +248,10 @@ def test_auto_keeps_partials_without_an_encoding_in_memory() -> None:
 
 
 
-def test_cross_key_runtime_leaves_a_kvs_key_to_the_per_key_path() -> None:
+def test_process_batch_continues_a_kvs_key() -> None:
     """A key whose window is in its pair map (written under ``layout="kvs"``) and then driven
-    through ``process_batch`` of an ``auto`` query (the cross-key OVER runtime's) stays on
-    the per-key path: the arrays would keep the key while its map still holds the structure,
-    which a later reload reopens (rows then lose the events the arrays took)."""
+    through ``process_batch`` of an ``auto`` query (the per-key path: no cross-key runtime
+    takes OVER windows) with cache drops gives the rows of the memory layout throughout."""
     def events(lo: int, hi: int) -> list[tuple[int, dict[str, float]]]:
         return [(t, {"v": float((t * 7919) % 1000)}) for t in range(lo, hi)]
 
@@ -263,7 +262,7 @@ def test_cross_key_runtime_leaves_a_kvs_key_to_the_per_key_path() -> None:
         rows = writer.process("a", events(0, 3000), backend.key_state("a"), watermark=0).rows
         rows += writer.advance_watermark("a", 3000, backend.key_state("a")).rows
         driver = WindowDriver(_query(then) | over, max_cached_keys=2)
-        assert driver.batch_runtime
+        assert not driver.batch_runtime
         for lo in range(3000, 9000, 1000):
             if lo == 6000:
                 driver.drop_cache()
