@@ -43,7 +43,8 @@ class WindowGrid(NamedTuple):
 
 #: A key whose boundary advanced in a call: ``(position in the call, old boundary, new
 #: boundary)`` (boundary: ``watermark - lateness``). A plain tuple: one is made per key and
-#: call, and a named tuple's constructor cost about 2% of a call (A/B, 10^6 events).
+#: call, and a named tuple's constructor (about 0.3 us more) adds 1-2% to a call at about
+#: 100 events per key (``python -m timeit``, against the call's measured time).
 Advance = tuple[int, "int | float", "int | float"]
 
 
