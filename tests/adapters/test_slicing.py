@@ -16,6 +16,7 @@ from adapters import (
     MemoryKeyState,
     OverWindow,
     SlidingWindow,
+    StateError,
     TumblingWindow,
     WindowDriver,
     run_steps,
@@ -252,9 +253,9 @@ def test_unusual_batches_give_the_same_results() -> None:
 
 
 # ----------------------------------------------------------------------------- state
-def test_restart_from_codec_version_1_state() -> None:
-    """State written by the previous version (JSON meta with codec 1, one JSON entry per
-    event) is read, and the run goes on in version 2."""
+def test_state_of_another_codec_version_is_refused_and_left_alone() -> None:
+    """Only codec version 2 is read: metadata of version 1 gets an error naming the format,
+    the version found and the one supported, and the key's state is not touched."""
     q = {"windows": [{"kind": "sliding", "range": 10, "slide": 5}],
          "aggregations": {"ids": {"fn": "collect", "field": "id"},
                           "m": {"fn": "mean", "field": "v"}}}
@@ -265,13 +266,10 @@ def test_restart_from_codec_version_1_state() -> None:
                               separators=(",", ":")).encode())
     state.add_events([(t, seq, json.dumps({"id": seq, "v": v}).encode())
                       for t, seq, v in [(3, 0, 0.5), (5, 1, 1.5), (7, 2, 2.5), (12, 3, 3.5)]])
-    driver = WindowDriver(q)
-    driver.process("k", [(9, {"id": 4, "v": 4.5})], state)
-    rows = driver.advance_watermark("k", "end", state).rows
-    assert [(r["start"], r["ids"]) for r in rows] == [
-        (0, [0, 1, 2, 4]), (5, [1, 2, 4, 3]), (10, [3])]
-    assert json.loads(state.get_meta() or b"")["codec"] == 2
-    assert driver.info("k", state).late == 1
+    meta, entries = state.get_meta(), list(state.entries())
+    with pytest.raises(StateError, match=r"codec version 1 is unknown.* reads codec version 2"):
+        WindowDriver(q).process("k", [(9, {"id": 4, "v": 4.5})], state)
+    assert state.get_meta() == meta and list(state.entries()) == entries
 
 
 def test_memory_key_state_keeps_the_log_sorted() -> None:
