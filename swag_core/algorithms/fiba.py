@@ -195,7 +195,7 @@ class Fiba(Window):
         return root
 
     # ------------------------------------------------------------------ aggregates
-    def _recalc(self, n: _Node) -> None:
+    def _recalc(self, n: _Node) -> None:  # noqa: PLR0915  (hot: once per node recompute)
         """Recompute ``n.agg`` / ``n.cnt`` from its children (and parent, on a spine);
         never combines with the identity."""
         if n is self._lf:
@@ -974,7 +974,7 @@ class Fiba(Window):
                 stack.append((node, lb, ub, level))
         return groups
 
-    def _grow(self, groups: list[list[Any]]) -> None:
+    def _grow(self, groups: list[list[Any]]) -> None:  # noqa: C901  (bulk insert's loop)
         """Steps 2 and 3 of bulk insert: level by level, put each
         group's new entries into its node, splitting it once if it overflows (promotions go
         to the parent's group at the next level); nodes with up aggregates are repaired and
