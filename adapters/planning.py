@@ -205,8 +205,7 @@ def _runtime(facts: EngineFacts, batch_runtime: bool) -> tuple[str, str]:
         return "per-key", "per-key lanes (the engine calls the driver one key at a time)"
     if not batch_runtime:
         return "per-key", ("per-key lanes (the cross-key runtime does not cover this query: "
-                           "it needs sliced time windows or one over window, of kernel "
-                           "outputs)")
+                           "it takes one sliding or tumbling window of kernel outputs)")
     if facts.calls == FINISHED:
         return "cross-key", (f"cross-key NumPy runtime for keys of at least {MIN_BATCH} "
                              f"events, per-key lanes for smaller keys")
