@@ -85,14 +85,14 @@ def same(want: tuple[Any, ...], got: tuple[Any, ...]) -> bool:
         for w, g in zip(want, got))
 
 
-def check_rows(flights: Any, rows: list[dict[str, Any]], late_labels: Iterable[str],
-               sample: int = 200, seed: int = 13) -> tuple[int, list[str]]:
+def check_rows(rows: list[dict[str, Any]], late_labels: Iterable[str], limit: int | None,
+               sample: int = 200, seed: int = 13) -> int:
     """Recompute ``sample`` random window rows and ``sample`` random per-flight rows of the
-    Beam/Flink examples' query with pandas; returns how many were checked and the rows that
-    differ."""
+    Beam/Flink examples' query over :func:`departures` ``(limit)`` with pandas, print how many
+    differ (and the first ten), and return the exit status: 1 if any differs."""
     import random
 
-    expected = Recomputed(flights, late_labels)
+    expected = Recomputed(departures(limit), late_labels)
     rng = random.Random(seed)
     windows = [r for r in rows if r["window"] == 0]
     per_flight = [r for r in rows if r["window"] == 1]
@@ -110,7 +110,10 @@ def check_rows(flights: Any, rows: list[dict[str, Any]], late_labels: Iterable[s
         if not same(want, got):
             problems.append(f"{r['key']} window {r['window']} at "
                             f"{_hhmm(r.get('start', r.get('time')))}: swag {got} != pandas {want}")
-    return len(picked), problems
+    print(f"\ncheck: {len(picked)} random rows recomputed with pandas, {len(problems)} differ")
+    for problem in problems[:10]:
+        print(f"  {problem}")
+    return 1 if problems else 0
 
 
 def _ts(ms: int) -> dt.datetime:
