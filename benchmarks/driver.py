@@ -1,4 +1,4 @@
-"""Issue 4 benchmark: throughput of the engine-free window driver (``adapters.WindowDriver``).
+"""Throughput of the engine-free window driver (``adapters.WindowDriver``).
 
 * Sliding windows of 1 hour with slides of 1 h, 10 min, 1 min and 10 s (k = range / slide =
   1, 6, 60, 360 windows per event), Max and Mean, 100 keys: the driver next to a pure-Python
@@ -654,7 +654,7 @@ def markdown(payload: dict[str, Any]) -> str:
     sliding, over = payload["sliding"], payload["over"]
     n, keys = payload["events"], payload["keys"]
     before, after = payload.get("load_before") or [], payload.get("load_after") or []
-    out = ["## Driver throughput: `WindowDriver` vs per-window assignment (issue 4)\n",
+    out = ["## Driver throughput: `WindowDriver` vs per-window assignment\n",
            machine_line(payload)]
     if before:
         out.append(f"_Load average (1, 5, 15 min) {', '.join(map(str, before))} when the suite "
@@ -756,7 +756,7 @@ def markdown(payload: dict[str, Any]) -> str:
                           "pandas ev/s (build + compute)", "pandas ev/s (compute only)",
                           "driver / pandas", "driver / pandas compute", "rows equal"], body))
 
-    out.append("### Goals (issue 4)\n")
+    out.append("### Goals\n")
     for label in AGGREGATIONS:
         e60, e1 = by.get((60, label)), by.get((1, label))
         if e60:
@@ -885,7 +885,7 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.driver")
     parser.add_argument("--multi", action="store_true", required=True,
-                        help="the several-output cells (issue 14)")
+                        help="the several-output cells")
     parser.add_argument("--quick", action="store_true", help="small stream (smoke run)")
     parser.add_argument("--events", type=int, default=EVENTS)
     parser.add_argument("--ks", default="1,60", help="comma-separated k of " + str(list(SLIDES)))

@@ -11,6 +11,7 @@ from pathlib import Path
 from benchmarks.common import DOCS, load
 
 ORDER = ["core_rounds", "core_bulk", "driver", "driver_over", "spark_windows", "spark_over",
+         "spark_flights",
          "spark_event_path", "spark_streaming", "beam_windows", "flink_windows", "kvs_layout",
          "spark_kvs"]
 
@@ -18,8 +19,9 @@ HEADER = """# Benchmarks
 
 Produced by `make bench` (`python -m benchmarks`; engine suites run in their own
 environments, see each section). Raw results: `benchmarks/results/*.json`. Numbers are
-medians; each section names the machine and versions it ran on. Each goal is evaluated
-from the stored numbers by the suite's report code, not written by hand.
+medians; each section names the machine and versions it ran on and the command that
+reproduces it. Goals are the project's targets; each is evaluated from the stored numbers by
+the suite's report code, not written by hand. History and superseded runs: `CHANGELOG.md`.
 """
 
 
