@@ -133,7 +133,7 @@ def test_measure_and_markdown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert parts == {1: KEYS, 6: KEYS, 60: 2, 360: 1}
     text = bench.markdown(payload)
     assert (tmp_path / "driver.png").stat().st_size > 0
-    assert "### Goals (issue 4)" in text
+    assert "### Goals" in text
     assert text.count("at least 10x") == text.count("never slower") == 2
     assert "8 of 8 runs equal" not in text and "10 of 10 runs equal" in text
     if columnar.compiled_reader is not None:  # the reader A/B ran and is reported
