@@ -14,8 +14,8 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 from apache_beam.typehints.typehints import coerce_to_kv_type
 
-from adapters import EngineFacts, QueryPlan, WindowDriver, parse_query
-from adapters.query.windows import duration_ms, normalize_window
+from adapters import BadEventError, EngineFacts, QueryPlan, WindowDriver, parse_query
+from adapters.query.windows import query_of_call
 
 from .dofn import LATE_TAG, STATE_KINDS, dofn_class, timer_suffix
 
@@ -77,10 +77,6 @@ class SlidingAggregate(beam.PTransform):
                  max_cached_keys: int | None = None, with_late_output: bool = False,
                  label: str | None = None, nulls: str = "skip") -> None:
         super().__init__(label)
-        if (window is None) == (windows is None):
-            raise ValueError("give exactly one of window=... or windows=[...]")
-        if aggregations is None:
-            raise ValueError("aggregations=... is required")
         if state not in STATE_CHOICES:
             raise ValueError(f"state must be one of {STATE_CHOICES}, got {state!r}")
         if timestamps not in TIMESTAMP_CHOICES:
@@ -88,18 +84,8 @@ class SlidingAggregate(beam.PTransform):
                              f"{timestamps!r}")
         if time is not None and not (isinstance(time, str) or callable(time)):
             raise TypeError(f"time must be None, a field name or a function, got {time!r}")
-        specs = [window] if windows is None else list(windows)
-        self.query: dict[str, Any] = {
-            "windows": [normalize_window(w, f"windows[{i}]") for i, w in enumerate(specs)],
-            "aggregations": dict(aggregations) if isinstance(aggregations, Mapping)
-            else aggregations,
-            "allowed_lateness": duration_ms(allowed_lateness, "allowed_lateness"),
-            "nulls": nulls,
-        }
-        if not isinstance(self.query["aggregations"], Mapping):
-            agg = self.query["aggregations"]
-            name = getattr(agg, "name", None) or type(agg).__name__
-            self.query["aggregations"] = {name: agg}
+        self.query = query_of_call(window, windows, aggregations, allowed_lateness,
+                                   nulls=nulls)
         # Validate now (QuerySpecError names the bad field at pipeline construction), and
         # check that the algorithm fits.
         WindowDriver(parse_query(self.query), algorithm=algorithm)
@@ -142,8 +128,9 @@ class SlidingAggregate(beam.PTransform):
             coerce_to_kv_type(pcoll.element_type)
         except ValueError:
             # e.g. beam.Create([TimestampedValue(...)]) infers TimestampedValue: declare the
-            # (key, value) pairs the stateful DoFn needs (it checks each element anyway).
-            pcoll = pcoll | "As (key, value)" >> beam.Map(_identity).with_output_types(
+            # (key, value) pairs the stateful DoFn needs, checking each element's shape here,
+            # before Beam's key coder fails on it with a message of its own.
+            pcoll = pcoll | "As (key, value)" >> beam.Map(_as_pair).with_output_types(
                 tuple[Any, Any])
         cls = dofn_class(self._state_kind(pcoll), timer_suffix(_full_label(pcoll, self.label)))
         dofn = cls(self.query, algorithm=self.algorithm, max_cached_keys=self.max_cached_keys,
@@ -165,8 +152,14 @@ def _full_label(pcoll: beam.PCollection, label: str) -> str:
     return full_label
 
 
-def _identity(x: Any) -> Any:
-    return x
+def _as_pair(element: Any) -> tuple[Any, Any]:
+    """``element`` as a ``(key, value)`` pair; :class:`BadEventError` for any other shape."""
+    if isinstance(element, (tuple, list)) and len(element) == 2:
+        return element[0], element[1]
+    raise BadEventError(
+        f"SlidingAggregate takes (key, value) pairs, got {element!r:.80} "
+        f"({type(element).__name__}): key the elements first, e.g. "
+        f"beam.Map(lambda e: (e['origin'], e))")
 
 
 def explain(window: Any = None, aggregations: Mapping[str, Any] | Any = None, *,

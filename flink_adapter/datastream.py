@@ -16,7 +16,7 @@ from pyflink.common.watermark_strategy import TimestampAssigner, WatermarkStrate
 from pyflink.datastream import DataStream, OutputTag
 
 from adapters import BadEventError, WindowDriver, parse_query
-from adapters.query.windows import duration_ms, normalize_window
+from adapters.query.windows import duration_ms, query_of_call
 
 from . import _time
 from ._types import OutputLayout, key_type_of, layout_and_type
@@ -73,18 +73,8 @@ def _key_selector(key: str | Callable[[Any], Any], layout: OutputLayout
 
 def _query(window: Any, windows: Sequence[Any] | None, aggregations: Any,
            allowed_lateness: Any, nulls: str, layout: str) -> dict[str, Any]:
-    if (window is None) == (windows is None):
-        raise ValueError("give exactly one of window=... or windows=[...]")
-    if aggregations is None:
-        raise ValueError("aggregations=... is required")
-    specs = [window] if windows is None else list(windows)
-    aggs = dict(aggregations) if isinstance(aggregations, Mapping) else aggregations
-    if not isinstance(aggs, Mapping):
-        aggs = {getattr(aggs, "name", None) or type(aggs).__name__: aggs}
-    return {"windows": [normalize_window(w, f"windows[{i}]") for i, w in enumerate(specs)],
-            "aggregations": aggs,
-            "allowed_lateness": duration_ms(allowed_lateness, "allowed_lateness"),
-            "nulls": nulls, "layout": layout}
+    return query_of_call(window, windows, aggregations, allowed_lateness, nulls=nulls,
+                         layout=layout)
 
 
 def _with_watermarks(stream: DataStream, watermark: Any,

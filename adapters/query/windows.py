@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -124,4 +124,31 @@ def normalize_window(spec: Any, path: str = "window") -> Any:
     return spec
 
 
-__all__ = ["count_window", "duration_ms", "normalize_window", "over", "sliding", "tumbling"]
+def query_of_call(window: Any, windows: Sequence[Any] | None, aggregations: Any,
+                  allowed_lateness: Any, **settings: Any) -> dict[str, Any]:
+    """The dict form of the query of an engine call with ``window=`` or ``windows=[...]``:
+    windows with their durations in ms, ``aggregations`` as a mapping (one ``Aggregation``
+    or ``CombineFn`` is named after itself), ``allowed_lateness`` in ms, and ``settings``
+    (``nulls``, ``layout``, ...) as given."""
+    if (window is None) == (windows is None):
+        raise ValueError("give exactly one of window=... or windows=[...]")
+    if aggregations is None:
+        raise ValueError("aggregations=... is required")
+    if isinstance(aggregations, (list, tuple, set, frozenset)):
+        raise TypeError(f"aggregations must be a mapping {{output name: spec}} or one "
+                        f"Aggregation / CombineFn, got a {type(aggregations).__name__}: "
+                        f"name each output, e.g. {{'top': {{'fn': 'max', 'field': 'v'}}}}")
+    if isinstance(aggregations, Mapping):
+        aggs = dict(aggregations)
+    else:
+        aggs = {getattr(aggregations, "name", None) or type(aggregations).__name__:
+                aggregations}
+    specs = [window] if windows is None else list(windows)
+    return {"windows": [normalize_window(w, f"windows[{i}]") for i, w in enumerate(specs)],
+            "aggregations": aggs,
+            "allowed_lateness": duration_ms(allowed_lateness, "allowed_lateness"),
+            **settings}
+
+
+__all__ = ["count_window", "duration_ms", "normalize_window", "over", "query_of_call",
+           "sliding", "tumbling"]

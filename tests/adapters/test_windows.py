@@ -12,9 +12,11 @@ from adapters.query.windows import (
     duration_ms,
     normalize_window,
     over,
+    query_of_call,
     sliding,
     tumbling,
 )
+from swag_core.aggregations import Max
 
 
 class Micros:
@@ -72,3 +74,22 @@ def test_builders_give_specs_the_driver_reads() -> None:
     driver = WindowDriver({"windows": [sliding("2 s", "1 s"), over("1 s")],
                            "aggregations": {"n": {"fn": "count"}}})
     assert [w.range for w in driver.query.windows] == [2000, 1000]
+
+
+def test_query_of_call_for_the_engines() -> None:
+    query = query_of_call(sliding("1 hour", "10 minutes"), None, {"n": {"fn": "count"}},
+                          "5 s", nulls="skip")
+    assert query == {"windows": [{"kind": "sliding", "range": 3_600_000, "slide": 600_000,
+                                  "offset": 0}],
+                     "aggregations": {"n": {"fn": "count"}}, "allowed_lateness": 5000,
+                     "nulls": "skip"}
+    one = Max()
+    assert query_of_call(None, [over(10)], one, 0)["aggregations"] == {one.name: one}
+    with pytest.raises(ValueError, match="exactly one of window"):
+        query_of_call(over(10), [over(10)], {"n": {"fn": "count"}}, 0)
+    with pytest.raises(ValueError, match=r"aggregations=\.\.\. is required"):
+        query_of_call(over(10), None, None, 0)
+    for wrong in ([{"fn": "count"}], ({"fn": "count"},)):
+        with pytest.raises(TypeError, match=r"aggregations must be a mapping .* got a "
+                                            rf"{type(wrong).__name__}: name each output"):
+            query_of_call(over(10), None, wrong, 0)

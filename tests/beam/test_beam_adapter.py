@@ -281,6 +281,14 @@ def test_bad_input_fails_the_pipeline_naming_key_and_field() -> None:
         run_batch([TimestampedValue(("a", {"v": 1}), 0.0015)], transform)
 
 
+@pytest.mark.parametrize("element", [2.5, ("a", 1, {"v": 1})], ids=["a float", "a triple"])
+def test_elements_that_are_not_pairs_get_swags_message(element: Any) -> None:
+    transform = SlidingAggregate(window=tumbling(100), aggregations={"n": {"fn": "count"}})
+    with pytest.raises(Exception, match=r"takes \(key, value\) pairs, got .*key the "
+                                        r"elements first"):
+        run_batch([TimestampedValue(element, 0.001)], transform)
+
+
 def test_construction_errors() -> None:
     with pytest.raises(QuerySpecError, match=r"windows\[0\]\.slide"):
         SlidingAggregate(window={"kind": "sliding", "range": 10, "slide": 20},
@@ -293,6 +301,8 @@ def test_construction_errors() -> None:
     with pytest.raises(ValueError, match="state"):
         SlidingAggregate(window=tumbling(10), aggregations={"n": {"fn": "count"}},
                          state="map")
+    with pytest.raises(TypeError, match=r"aggregations must be a mapping .* got a list"):
+        SlidingAggregate(window=tumbling(10), aggregations=[{"fn": "count"}])
 
 
 def test_bag_state_and_default_direct_runner_agree() -> None:
