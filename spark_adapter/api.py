@@ -259,7 +259,7 @@ def _facts(df: DataFrame, query: Query, value_types: Mapping[str, DataType],
                        preslice_block=blocked, column_fields=columns)
 
 
-def _stream_block(streaming: bool, watermark: str | None, late_rows: str,
+def _stream_block(streaming: bool, watermark: Any, late_rows: str,
                   key_buckets: int | None) -> str | None:
     """Why a streaming call cannot pre-slice whatever its query (``None``: it may, or the
     call is batch; the query's own rules are the planner's)."""
@@ -341,7 +341,8 @@ _ARGUMENTS = """
         aggregations: ``{output column: {"fn": "max", "field": "delay"}, ...}`` (every fn of
             ``docs/adapters.md``), or a ``swag_core.Aggregation`` / Beam- or Flink-style
             aggregate object (then give its Spark type in ``output_types``).
-        watermark: streaming only: the watermark delay (``"30 minutes"``): the adapter calls
+        watermark: streaming only: the watermark delay (``"30 minutes"``, integer ms or a
+            ``timedelta``, like every duration argument): the adapter calls
             ``df.withWatermark(time, watermark)``. ``None``: ``df`` already has a watermark
             (e.g. on another column).
         allowed_lateness: extra lateness (ms or a duration string): an event is late when its
@@ -401,7 +402,7 @@ def sliding_aggregate(
     time: str,
     window: Any,
     aggregations: Mapping[str, Any],
-    watermark: str | None = None,
+    watermark: Any = None,
     allowed_lateness: Any = 0,
     algorithm: str = "auto",
     late_rows: str = "drop",
@@ -434,7 +435,7 @@ def explain(
     time: str,
     window: Any,
     aggregations: Mapping[str, Any],
-    watermark: str | None = None,
+    watermark: Any = None,
     allowed_lateness: Any = 0,
     algorithm: str = "auto",
     late_rows: str = "drop",
@@ -463,7 +464,7 @@ explain.__doc__ = ("""The path :func:`sliding_aggregate` with the same arguments
 
 
 def _prepare(df: DataFrame, key: str | Sequence[str], time: str, window: Any,
-             aggregations: Mapping[str, Any], watermark: str | None, allowed_lateness: Any,
+             aggregations: Mapping[str, Any], watermark: Any, allowed_lateness: Any,
              algorithm: str, late_rows: str, order_by: str | None,
              output_types: Mapping[str, Any] | None, max_cached_keys: int | None,
              presliced: bool | None, nulls: str, key_buckets: int | None, layout: str
@@ -488,7 +489,7 @@ def _prepare(df: DataFrame, key: str | Sequence[str], time: str, window: Any,
 
 
 def _check_arguments(df: DataFrame, key: str | Sequence[str], time: str,
-                     aggregations: Any, watermark: str | None, late_rows: str,
+                     aggregations: Any, watermark: Any, late_rows: str,
                      order_by: str | None
                      ) -> tuple[dict[str, DataType], tuple[str, ...], DataType]:
     """Validates the call's column arguments; ``(columns, key names, time type)``."""
@@ -597,7 +598,7 @@ def _check_output_names(call: _Call, columns: Mapping[str, DataType],
 
 
 def _watermarked(df: DataFrame, time: str, time_type: DataType,
-                 watermark: str | None) -> DataFrame:
+                 watermark: Any) -> DataFrame:
     """Streaming: ``df`` with the session checked and the watermark defined."""
     _check_streaming_conf(df)
     if watermark is None:
@@ -606,11 +607,15 @@ def _watermarked(df: DataFrame, time: str, time_type: DataType,
                 "a streaming sliding_aggregate needs a watermark: pass watermark='<delay>' "
                 "(e.g. '30 minutes') or call df.withWatermark(...) before")
         return df
+    # Spark reads interval strings itself; the other forms every duration argument takes
+    # (integer ms, timedelta) become one
+    delay = (watermark if isinstance(watermark, str)
+             else f"{duration_ms(watermark, 'watermark')} milliseconds")
     if isinstance(time_type, TimestampType):
-        return df.withWatermark(time, watermark)
+        return df.withWatermark(time, delay)
     if isinstance(time_type, T.INTEGRAL):
         return df.withColumn("_swag_wm", F.timestamp_millis(F.col(time))) \
-            .withWatermark("_swag_wm", watermark)
+            .withWatermark("_swag_wm", delay)
     raise T.SparkTypeError(f"watermark: Spark needs a timestamp (or epoch-ms) "
                            f"time column; {time!r} is a string column")
 
@@ -621,7 +626,7 @@ def bucket_column(key_buckets: int) -> Column:
     return F.pmod(F.hash(F.col(KEY_IN)), F.lit(key_buckets))
 
 
-def _run(df: DataFrame, call: _Call, watermark: str | None, order_by: str | None,
+def _run(df: DataFrame, call: _Call, watermark: Any, order_by: str | None,
          key_buckets: int | None) -> DataFrame:
     """The Python side's wide output (one row per window row, per-event row or late
     event): ``transformWithStateInPandas`` in streaming, ``applyInArrow`` in batch."""

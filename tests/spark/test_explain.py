@@ -77,3 +77,14 @@ def test_streaming_explain_names_the_state_layout(spark: Any, tmp_path: Any) -> 
     sliced = explain(stream, presliced=True, window=sliding("10 minutes", "5 minutes"),
                      **{k: v for k, v in args.items() if k != "window"})
     assert sliced.presliced is not None and sliced.presliced.width == 300_000
+
+
+@pytest.mark.parametrize("delay", ["10 minutes", 600_000, datetime.timedelta(minutes=10)],
+                         ids=["string", "ms", "timedelta"])
+def test_watermark_takes_every_duration_form(spark: Any, delay: Any) -> None:
+    stream = (spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+              .selectExpr("cast(value % 3 as string) as k", "timestamp as t", "value as v"))
+    out = sliding_aggregate(stream, key="k", time="t", window=sliding("1 hour", "10 minutes"),
+                            aggregations={"m": {"fn": "max", "field": "v"}}, watermark=delay)
+    plan = out._jdf.queryExecution().analyzed().toString()
+    assert "EventTimeWatermark" in plan and ("10 minutes" in plan or "600000" in plan)
