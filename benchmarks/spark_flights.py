@@ -23,14 +23,13 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import statistics
 import sys
 import tempfile
 from collections.abc import Callable
 from typing import Any
 
 from benchmarks import common
-from benchmarks.spark_over import SEGMENT_TREE
+from benchmarks.spark_over import SEGMENT_TREE, side_medians
 from benchmarks.spark_windows import cpu_cell, timed_noop, timed_parquet
 
 ROUNDS = 3
@@ -128,16 +127,8 @@ def measure_query(spark: Any, df: Any, query: str, rounds: int) -> dict[str, Any
     same = _same(spark, paths, SLIDING_COLUMNS if query == "sliding" else OVER_COLUMNS)
     shutil.rmtree(tmp, ignore_errors=True)
     events = df.count()
-    r: dict[str, Any] = {"query": query, "events": events, "rounds": rounds, "same_results": same}
-    for side, got in runs.items():
-        wall = statistics.median(t for t, _ in got)
-        r[f"{side}_round_s"] = [round(t, 2) for t, _ in got]
-        r[f"{side}_s"] = round(wall, 2)
-        r[f"{side}_eps"] = round(events / wall)
-        cpus = [c for _, c in got if c is not None]
-        if cpus:
-            r[f"{side}_cpu_jvm_s"] = round(statistics.median(c[0] for c in cpus), 2)
-            r[f"{side}_cpu_python_s"] = round(statistics.median(c[1] for c in cpus), 2)
+    r: dict[str, Any] = {"query": query, "events": events, "rounds": rounds,
+                         "same_results": same, **side_medians(events, runs)}
     best = min((s for s in names if s != "swag"), key=lambda s: r[f"{s}_s"])
     r["best_spark"] = best
     r["vs_best_spark"] = round(r[f"{best}_s"] / r["swag_s"], 2)

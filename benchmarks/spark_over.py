@@ -79,8 +79,9 @@ def _timed_side(spark: Any, side: str, df: Any, path: str) -> tuple[float, Any]:
         spark.conf.unset(SEGMENT_TREE)
 
 
-def _summary(events: int, runs: dict[str, list[tuple[float, Any]]]) -> dict[str, Any]:
-    """Medians, events/s and CPU seconds per side, and swag's ratio to each Spark plan."""
+def side_medians(events: int, runs: dict[str, list[tuple[float, Any]]]) -> dict[str, Any]:
+    """Per side: the rounds' wall seconds, their median, events/s and median CPU seconds of
+    the JVM and the Python workers (``runs``: side -> :func:`timed_parquet` results)."""
     r: dict[str, Any] = {}
     for side, got in runs.items():
         wall = statistics.median(t for t, _ in got)
@@ -91,6 +92,12 @@ def _summary(events: int, runs: dict[str, list[tuple[float, Any]]]) -> dict[str,
         if cpus:
             r[f"{side}_cpu_jvm_s"] = round(statistics.median(c[0] for c in cpus), 2)
             r[f"{side}_cpu_python_s"] = round(statistics.median(c[1] for c in cpus), 2)
+    return r
+
+
+def _summary(events: int, runs: dict[str, list[tuple[float, Any]]]) -> dict[str, Any]:
+    """:func:`side_medians` and swag's ratio to each Spark plan."""
+    r = side_medians(events, runs)
     for spark_side in ("default_frame", "segment_tree"):
         r[f"vs_{spark_side}"] = round(r[f"{spark_side}_s"] / r["swag_s"], 2)
     return r
