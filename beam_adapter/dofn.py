@@ -43,6 +43,7 @@ from adapters.engine.timers import rearm
 from adapters.query.specs import get_field
 
 from . import _time
+from ._rows import OutputSchema, driver_value, is_row
 from .state import BAG_LOG_SPEC, META_SPEC, ORDERED_LOG_SPEC, BagLogState, OrderedLogState
 
 #: Metrics namespace of the adapter's counters (``late_events``, ``rows``).
@@ -86,7 +87,8 @@ class SwagDoFn(beam.DoFn):
 
     def __init__(self, query: dict[str, Any], *, algorithm: str | None,
                  max_cached_keys: int | None, time: str | Callable[[Any], Any] | None,
-                 wake_timers: bool, timestamps: str) -> None:
+                 wake_timers: bool, timestamps: str, schema: OutputSchema,
+                 keyed: bool = False) -> None:
         super().__init__()
         self._query = query
         self._algorithm = algorithm
@@ -94,6 +96,8 @@ class SwagDoFn(beam.DoFn):
         self._time = time
         self._wake_timers = wake_timers
         self._emission_ts = timestamps == "emission"
+        self._schema = schema
+        self._keyed = keyed
 
     def __reduce__(self) -> tuple[Any, ...]:
         # The class is made at run time: pickle how to remake it (on the worker too), and
@@ -126,6 +130,11 @@ class SwagDoFn(beam.DoFn):
         except (TypeError, ValueError):
             raise BadEventError(f"SlidingAggregate needs (key, value) elements, got "
                                 f"{element!r:.100}") from None
+        original = element
+        if self._keyed:  # (key, the element as it came: a row, or a (key, value) pair)
+            original = value
+            value = value if is_row(value) else value[1]
+        value = driver_value(value)
         extract = self._extract
         time = _time.timestamp_ms(ts, key) if extract is None else extract(key, value)
         view = self._view_class(meta, log)
@@ -134,10 +143,9 @@ class SwagDoFn(beam.DoFn):
             end.set(_END_TS)  # first call for this key: the end-of-input timer, once
         if self._wake_timers:
             self._arm(key, view, out.timers.get(key), wake, fired=False)
-        if out.late:
+        if out.late:  # this element (one event per call), as it came
             self._late_counter.inc(len(out.late))
-            for ev in out.late:
-                yield TaggedOutput(LATE_TAG, (key, ev.value))
+            yield TaggedOutput(LATE_TAG, original)
         if out.rows:
             yield from self._emit(out.rows, None)
 
@@ -188,11 +196,12 @@ class SwagDoFn(beam.DoFn):
         self._rows_counter.inc(len(rows))
         floor = fired_micros if self._emission_ts and fired_micros is not None else None
         row_micros = _time.row_micros
+        to_row = self._schema.to_row
         for row in rows:
             micros = row_micros(row)
             if floor is not None and micros < floor:
                 micros = floor
-            yield TimestampedValue(row, Timestamp(micros=micros))
+            yield TimestampedValue(to_row(row), Timestamp(micros=micros))
 
 
 @functools.cache

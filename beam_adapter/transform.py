@@ -12,11 +12,12 @@ from typing import Any
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
-from apache_beam.typehints.typehints import coerce_to_kv_type
 
 from adapters import BadEventError, EngineFacts, QueryPlan, WindowDriver, parse_query
+from adapters.query.specs import get_field
 from adapters.query.windows import query_of_call
 
+from ._rows import input_shape, is_row, output_schema
 from .dofn import LATE_TAG, STATE_KINDS, dofn_class, timer_suffix
 
 STATE_CHOICES = ("auto", *STATE_KINDS)
@@ -75,7 +76,8 @@ class SlidingAggregate(beam.PTransform):
                  time: str | Callable[[Any], Any] | None = None, algorithm: str | None = None,
                  state: str = "auto", timestamps: str = "window",
                  max_cached_keys: int | None = None, with_late_output: bool = False,
-                 label: str | None = None, nulls: str = "skip") -> None:
+                 label: str | None = None, nulls: str = "skip",
+                 key: str | None = None) -> None:
         super().__init__(label)
         if state not in STATE_CHOICES:
             raise ValueError(f"state must be one of {STATE_CHOICES}, got {state!r}")
@@ -84,6 +86,8 @@ class SlidingAggregate(beam.PTransform):
                              f"{timestamps!r}")
         if time is not None and not (isinstance(time, str) or callable(time)):
             raise TypeError(f"time must be None, a field name or a function, got {time!r}")
+        if key is not None and not isinstance(key, str):
+            raise TypeError(f"key must be None or a field name, got {key!r}")
         self.query = query_of_call(window, windows, aggregations, allowed_lateness,
                                    nulls=nulls)
         # Validate now (QuerySpecError names the bad field at pipeline construction), and
@@ -91,6 +95,7 @@ class SlidingAggregate(beam.PTransform):
         WindowDriver(parse_query(self.query), algorithm=algorithm)
         self.algorithm = algorithm
         self.time = time
+        self.key = key
         self.state = state
         self.timestamps = timestamps
         self.max_cached_keys = max_cached_keys
@@ -124,9 +129,14 @@ class SlidingAggregate(beam.PTransform):
         windowfn = pcoll.windowing.windowfn
         if not isinstance(windowfn, GlobalWindows):
             pcoll = pcoll | "Into global window" >> beam.WindowInto(GlobalWindows())
-        try:
-            coerce_to_kv_type(pcoll.element_type)
-        except ValueError:
+        shape = input_shape(pcoll.element_type, self.key)
+        schema = output_schema(parse_query(self.query), shape, self.key,
+                               self.time if isinstance(self.time, str) else None)
+        keyed = shape.form == "rows" or (shape.form == "untyped" and self.key is not None)
+        if keyed:
+            pcoll = pcoll | f"Key by {self.key}" >> beam.Map(
+                _keyed_by, self.key).with_output_types(tuple[Any, Any])
+        elif shape.form == "untyped":
             # e.g. beam.Create([TimestampedValue(...)]) infers TimestampedValue: declare the
             # (key, value) pairs the stateful DoFn needs, checking each element's shape here,
             # before Beam's key coder fails on it with a message of its own.
@@ -135,8 +145,9 @@ class SlidingAggregate(beam.PTransform):
         cls = dofn_class(self._state_kind(pcoll), timer_suffix(_full_label(pcoll, self.label)))
         dofn = cls(self.query, algorithm=self.algorithm, max_cached_keys=self.max_cached_keys,
                    time=self.time, wake_timers=not pcoll.is_bounded,
-                   timestamps=self.timestamps)
-        result = pcoll | "Windows" >> beam.ParDo(dofn).with_outputs(LATE_TAG, main="rows")
+                   timestamps=self.timestamps, schema=schema, keyed=keyed)
+        result = pcoll | "Windows" >> beam.ParDo(dofn).with_output_types(
+            schema.row_type).with_outputs(LATE_TAG, main="rows")
         return result if self.with_late_output else result.rows
 
 
@@ -154,12 +165,29 @@ def _full_label(pcoll: beam.PCollection, label: str) -> str:
 
 def _as_pair(element: Any) -> tuple[Any, Any]:
     """``element`` as a ``(key, value)`` pair; :class:`BadEventError` for any other shape."""
-    if isinstance(element, (tuple, list)) and len(element) == 2:
+    if isinstance(element, (tuple, list)) and len(element) == 2 and not is_row(element):
         return element[0], element[1]
     raise BadEventError(
         f"SlidingAggregate takes (key, value) pairs, got {element!r:.80} "
         f"({type(element).__name__}): key the elements first, e.g. "
-        f"beam.Map(lambda e: (e['origin'], e))")
+        f"beam.Map(lambda e: (e['origin'], e)), or name the key field: "
+        f"SlidingAggregate(key='origin', ...)")
+
+
+def _keyed_by(element: Any, key: str) -> tuple[Any, Any]:
+    """``(key, element)`` for a row carrying field ``key`` or a ``(key, value)`` pair (the
+    ``DoFn`` keeps the element itself: late elements leave unchanged)."""
+    if is_row(element):
+        try:
+            return get_field(element, key), element
+        except KeyError:
+            raise BadEventError(f"SlidingAggregate(key={key!r}): the element has no field "
+                                f"{key!r}: {element!r:.100}", key=None, field=key) from None
+    if isinstance(element, (tuple, list)) and len(element) == 2:
+        return element[0], element
+    raise BadEventError(
+        f"SlidingAggregate(key={key!r}) takes rows (beam.Row, NamedTuple, dict) with a field "
+        f"{key!r}, or (key, value) pairs; got {element!r:.80} ({type(element).__name__})")
 
 
 def explain(window: Any = None, aggregations: Mapping[str, Any] | Any = None, *,
