@@ -28,6 +28,7 @@ from typing import Any
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.typehints.native_type_compatibility import convert_to_python_type
 from apache_beam.typehints.row_type import RowTypeConstraint
 from apache_beam.typehints.schemas import typing_to_runner_api
 from apache_beam.typehints.typehints import coerce_to_kv_type
@@ -78,9 +79,11 @@ def base_type(t: Any) -> Any:
 
 
 def schema_type(t: Any) -> Any:
-    """``t``, or ``typing.Any`` when Beam's schemas have no such type (a ``Union``, an
-    inferred ``Dict`` of mixed values...)."""
+    """``t`` as a Python type (Beam's own type hints converted), or ``typing.Any`` when
+    Beam's schemas have no such type (a ``Union``, an inferred ``Dict`` of mixed
+    values...)."""
     try:
+        t = convert_to_python_type(t)
         typing_to_runner_api(t)
     except Exception:  # Beam raises ValueError, TypeError or its own errors: no schema
         return Any
@@ -89,11 +92,16 @@ def schema_type(t: Any) -> Any:
 
 def row_fields(t: Any) -> dict[str, Any] | None:
     """The ``{field: type}`` of a schema'd element type (``beam.Row``, ``NamedTuple``), in
-    order, or ``None``."""
+    order, or ``None``. Annotations written as strings (``from __future__ import
+    annotations``) are resolved."""
     row = t if isinstance(t, RowTypeConstraint) else RowTypeConstraint.from_user_type(t)
     if row is None:
         return None
-    return {name: schema_type(field) for name, field in row._fields}
+    try:
+        hints = typing.get_type_hints(t) if isinstance(t, type) else {}
+    except Exception:  # an annotation that does not resolve: keep Beam's
+        hints = {}
+    return {name: schema_type(hints.get(name, field)) for name, field in row._fields}
 
 
 @dataclass(frozen=True)
