@@ -134,8 +134,9 @@ class SlidingAggregate(beam.PTransform):
                                self.time if isinstance(self.time, str) else None)
         keyed = shape.form == "rows" or (shape.form == "untyped" and self.key is not None)
         if keyed:
+            # the key's declared type gives the stateful DoFn a deterministic key coder
             pcoll = pcoll | f"Key by {self.key}" >> beam.Map(
-                _keyed_by, self.key).with_output_types(tuple[Any, Any])
+                _keyed_by, self.key).with_output_types(tuple[shape.key_type, Any])
         elif shape.form == "untyped":
             # e.g. beam.Create([TimestampedValue(...)]) infers TimestampedValue: declare the
             # (key, value) pairs the stateful DoFn needs, checking each element's shape here,
