@@ -2,9 +2,11 @@
 
 It only translates between Beam and :class:`adapters.WindowDriver`:
 
-* ``process`` (one ``(key, value)`` element): the event time (element timestamp, exact ms, or
-  the ``time`` extractor) and the value go to ``driver.process``; late events go to the
-  ``late`` tagged output and the ``swag/late_events`` counter.
+* ``process`` (one ``(key, value)`` element, or ``(key, element)`` when the transform keyed
+  rows itself): the event time (element timestamp, exact ms, or the ``time`` extractor) and
+  the value (a row as a ``dict``: :func:`beam_adapter._rows.driver_value`) go to
+  ``driver.process``; a late element goes, as it came, to the ``late`` tagged output and the
+  ``swag/late_events`` counter.
 * The **wake** timer (``TimeDomain.WATERMARK``, one per key) is kept at the driver's next
   timer ``N``: set at ``(N - 1) * 1000`` us, it fires once Beam's watermark proves ``W >= N``
   and calls ``driver.advance_watermark(key, N)``. Unbounded input only: on bounded input
@@ -18,8 +20,9 @@ It only translates between Beam and :class:`adapters.WindowDriver`:
   conflates equally named timers of different transforms (``docs/beam.md``, "Several
   transforms in one pipeline"). State cells keep fixed names: Beam scopes state by transform.
 
-Rows leave with the window's timestamp (``end - 1 us``; OVER rows: the event's timestamp),
-or with ``timestamps="emission"`` never earlier than the firing timer (see ``docs/beam.md``).
+Rows leave as ``beam.Row`` elements of the transform's :class:`~beam_adapter._rows.OutputSchema`
+with the window's timestamp (``end - 1 us``; OVER rows: the event's timestamp), or with
+``timestamps="emission"`` never earlier than the firing timer (see ``docs/beam.md``).
 """
 
 from __future__ import annotations

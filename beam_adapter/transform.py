@@ -1,5 +1,6 @@
 """``SlidingAggregate``: exact sliding, tumbling, per-event (OVER), count and policy windows over
-a keyed Beam ``PCollection``, as one composite transform.
+a Beam ``PCollection`` of rows or ``(key, value)`` pairs, as one composite transform giving
+schema'd rows (:mod:`beam_adapter._rows`).
 
 The transform only translates; :class:`adapters.WindowDriver` decides (lateness, release,
 emission, eviction, state layout). See ``docs/beam.md``.
@@ -26,7 +27,8 @@ TIMESTAMP_CHOICES = ("window", "emission")
 
 # ----------------------------------------------------------------------------- transform
 class SlidingAggregate(beam.PTransform):
-    """Exact window aggregates over a keyed ``PCollection`` of ``(key, value)`` elements.
+    """Exact window aggregates over a ``PCollection`` of rows keyed by one of their fields
+    (``key=``) or of ``(key, value)`` pairs.
 
     Args:
         window: one window spec: :func:`sliding`, :func:`tumbling`, :func:`over`,
@@ -37,15 +39,19 @@ class SlidingAggregate(beam.PTransform):
             ``(field, aggregation)``, or a Beam ``CombineFn`` (alone: applied to the whole
             value; or as ``(field, combine_fn)``). A ``CombineFn``'s ``merge_accumulators``
             must be associative; it need not be commutative.
-        windows: several window specs instead of ``window`` (rows carry ``"window"``: the
+        windows: several window specs instead of ``window`` (rows carry ``window``: the
             spec's index). All specs share one structure per key.
+        key: the key column's name (``None``: ``"key"``). With a name, the elements may be
+            rows (``beam.Row``, ``NamedTuple``, ``dict``) carrying that field, which keys
+            them and is also their value, or ``(key, value)`` pairs. Without one they must
+            be ``(key, value)`` pairs.
         allowed_lateness: L (integer ms, ``timedelta`` or ``Duration``): an event older than
             ``watermark - L`` is late (side output ``late``, counter ``swag/late_events``);
             windows are emitted once ``watermark - L`` has passed them.
         time: where the event time comes from: ``None`` (default) the element timestamp,
-            which must be a whole number of milliseconds; a field name of the value; or a
-            function ``value -> time`` returning integer ms, a Beam ``Timestamp`` or a
-            ``datetime``.
+            which must be a whole number of milliseconds; a field name of the row (of the
+            value, for pairs); or a function ``value -> time`` returning integer ms, a Beam
+            ``Timestamp`` or a ``datetime``.
         algorithm: force a ``swag_core`` algorithm (default: the selection guide).
         state: ``"ordered_list"`` (event log in ``OrderedListState``), ``"bag"``
             (``BagState``: for runners without ordered lists; removal costs O(retained)), or
@@ -62,13 +68,28 @@ class SlidingAggregate(beam.PTransform):
             other; ``count`` of a field counts the other values); ``"error"``: such a value
             is bad input (``BadEventError`` naming key and field). Custom aggregations and
             ``CombineFn``s get every value as it is.
-        with_late_output: return ``result`` with ``result.rows`` and ``result.late``
-            (``(key, value)`` elements with their original timestamps) instead of the rows
-            alone.
+        with_late_output: return ``result`` with ``result.rows`` and ``result.late`` (the
+            late elements as they came in, with their original timestamps) instead of the
+            rows alone.
 
-    Output: one dict per window and key, ``{"window", "key", "start", "end", **aggregates}``
-    (per-event windows: ``{"window", "key", "time", "event", **aggregates}``), start/end/time
-    in integer ms, emitted once, when final.
+    Output: schema'd ``beam.Row`` elements (a declared ``RowTypeConstraint``, which
+    ``apache_beam.dataframe.convert.to_dataframe`` reads) with the columns every engine
+    gives (:func:`adapters.engine.rows.output_columns`), each window emitted once, when
+    final:
+
+    * one ``[start, end)`` spec: ``<key>, window_start, window_end, <aggregations>``;
+    * one per-event spec: the event's fields when the element type declares them (a
+      ``beam.Row`` or ``NamedTuple`` schema; the key and time columns first if the event
+      lacks them), else ``<key>, <time>, event``; then ``<aggregations>``;
+    * several specs: ``window`` (the spec's index, int32), ``<key>, window_start,
+      window_end``, then for per-event specs ``<time>`` and the event's other fields, then
+      ``<aggregations>``; a row leaves the other kind's columns ``None``.
+
+    ``<key>`` is ``key`` (``"key"``), ``<time>`` the ``time`` field (``"time"`` for the
+    element timestamp or a function). Bounds and times are integer ms (a ``Timestamp`` time
+    field gives ``Timestamp`` values); key and event fields keep their declared types; the
+    built-in aggregations' types follow their declarations (count ``int``, mean ``float``,
+    max of a ``float`` field ``float``...), anything unknown is ``typing.Any``.
     """
 
     def __init__(self, window: Any = None, aggregations: Mapping[str, Any] | Any = None, *,
@@ -135,8 +156,9 @@ class SlidingAggregate(beam.PTransform):
         keyed = shape.form == "rows" or (shape.form == "untyped" and self.key is not None)
         if keyed:
             # the key's declared type gives the stateful DoFn a deterministic key coder
+            keyed_type = beam.typehints.Tuple[shape.key_type, Any]
             pcoll = pcoll | f"Key by {self.key}" >> beam.Map(
-                _keyed_by, self.key).with_output_types(tuple[shape.key_type, Any])
+                _keyed_by, self.key).with_output_types(keyed_type)
         elif shape.form == "untyped":
             # e.g. beam.Create([TimestampedValue(...)]) infers TimestampedValue: declare the
             # (key, value) pairs the stateful DoFn needs, checking each element's shape here,

@@ -243,3 +243,21 @@ def test_row_input_mistakes_are_named_when_the_pipeline_is_built() -> None:
     with pytest.raises(ValueError, match="appear twice"):
         _ = source | "Clash" >> SlidingAggregate(window=over(2), key="origin", time="at",
                                                  aggregations={"delay": {"fn": "count"}})
+
+
+@pytest.mark.parametrize("element, message", [
+    ({"at": 1}, "has no field 'origin'"),
+    (2.5, r"takes rows \(beam.Row, NamedTuple, dict\) with a field 'origin', or \(key, "
+          r"value\) pairs"),
+], ids=["a dict without the key", "a float"])
+def test_untyped_elements_with_key_get_swags_message(element: Any, message: str) -> None:
+    """Untyped elements (here: TimestampedValue) are checked one by one: a row must carry
+    the key field; a (key, value) pair passes; anything else is named."""
+    transform = SlidingAggregate(window=sliding(2, 1), key="origin",
+                                 aggregations={"n": {"fn": "count"}})
+    ok = [TimestampedValue({"origin": "a"}, 0.001), TimestampedValue(("a", {}), 0.002)]
+    _, rows = run(ok, transform)
+    assert sorted((r.origin, r.window_start, r.n) for r in rows) == [
+        ("a", 0, 1), ("a", 1, 2), ("a", 2, 1)]
+    with pytest.raises(Exception, match=message):
+        run([*ok, TimestampedValue(element, 0.003)], transform)
