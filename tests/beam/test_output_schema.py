@@ -20,7 +20,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-from apache_beam.testing.test_stream import TestStream
+from apache_beam.testing.test_stream import TestStream as BeamTestStream
 from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import Timestamp
 
@@ -213,7 +213,7 @@ def test_late_rows_leave_unchanged() -> None:
         return Timestamp(micros=ms * 1000)
 
     early, late = Flight("EWR", 100, 1.0, "a"), Flight("EWR", 50, 2.0, "b")
-    stream = (TestStream()
+    stream = (BeamTestStream()
               .add_elements([TimestampedValue(early, at(early.at))])
               .advance_watermark_to(at(1000))
               .add_elements([TimestampedValue(late, at(late.at))])
