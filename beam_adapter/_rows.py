@@ -138,6 +138,21 @@ def input_shape(element_type: Any, key: str | None) -> InputShape:
     return InputShape("pairs", schema_type(key_type), row_fields(value_type))
 
 
+def check_fields(query: Query, shape: InputShape, time: str | None) -> None:
+    """Raise :class:`~adapters.QuerySpecError` when the element type declares the event's
+    fields and a field the query reads (the ``time=`` field, an aggregated or ``result``
+    field) is not among them: named when the transform is built, not at run time."""
+    if shape.fields is None:
+        return
+    wanted = [("time", time)] if time is not None else []
+    wanted += [(f"aggregations.{spec.name}", name) for spec in query.aggregations
+               for name in (spec.field, *spec.other_fields) if name is not None]
+    for path, name in wanted:
+        if name not in shape.fields:
+            raise QuerySpecError(path, f"the elements have no field {name!r}; their fields "
+                                       f"are {list(shape.fields)}")
+
+
 def is_row(element: Any) -> bool:
     """Whether ``element`` is a row (``beam.Row``, ``NamedTuple`` or ``dict``), not a
     ``(key, value)`` pair."""
@@ -233,5 +248,5 @@ def output_schema(query: Query, shape: InputShape, key: str | None,
 
 
 __all__ = ["BEAM_TYPES", "DEFAULT_KEY", "DEFAULT_TIME", "InputShape", "OutputSchema",
-           "base_type", "driver_value", "input_shape", "is_row", "output_schema",
-           "row_fields", "schema_type"]
+           "base_type", "check_fields", "driver_value", "input_shape", "is_row",
+           "output_schema", "row_fields", "schema_type"]

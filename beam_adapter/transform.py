@@ -18,7 +18,7 @@ from adapters import BadEventError, EngineFacts, QueryPlan, WindowDriver, parse_
 from adapters.query.specs import get_field
 from adapters.query.windows import query_of_call
 
-from ._rows import input_shape, is_row, output_schema
+from ._rows import check_fields, input_shape, is_row, output_schema
 from .dofn import LATE_TAG, STATE_KINDS, dofn_class, timer_suffix
 
 STATE_CHOICES = ("auto", *STATE_KINDS)
@@ -151,8 +151,10 @@ class SlidingAggregate(beam.PTransform):
         if not isinstance(windowfn, GlobalWindows):
             pcoll = pcoll | "Into global window" >> beam.WindowInto(GlobalWindows())
         shape = input_shape(pcoll.element_type, self.key)
-        schema = output_schema(parse_query(self.query), shape, self.key,
-                               self.time if isinstance(self.time, str) else None)
+        query = parse_query(self.query)
+        time_field = self.time if isinstance(self.time, str) else None
+        check_fields(query, shape, time_field)
+        schema = output_schema(query, shape, self.key, time_field)
         keyed = shape.form == "rows" or (shape.form == "untyped" and self.key is not None)
         if keyed:
             # the key's declared type gives the stateful DoFn a deterministic key coder
