@@ -35,6 +35,7 @@ from apache_beam.typehints.typehints import coerce_to_kv_type
 from apache_beam.utils.timestamp import Timestamp
 
 from adapters import QuerySpecError
+from adapters.engine.fields import fields_read
 from adapters.engine.rows import OutputColumns, output_columns
 from adapters.query.output_types import BINARY
 from adapters.query.specs import Query, declared_output, get_field, output_type
@@ -140,17 +141,17 @@ def input_shape(element_type: Any, key: str | None) -> InputShape:
 
 def check_fields(query: Query, shape: InputShape, time: str | None) -> None:
     """Raise :class:`~adapters.QuerySpecError` when the element type declares the event's
-    fields and a field the query reads (the ``time=`` field, an aggregated or ``result``
-    field) is not among them: named when the transform is built, not at run time."""
+    fields and a field the query reads (the ``time=`` field, the fields of
+    :func:`adapters.engine.fields.fields_read`) is not among them: named when the transform
+    is built, not at run time."""
     if shape.fields is None:
         return
     wanted = [("time", time)] if time is not None else []
-    wanted += [(f"aggregations.{spec.name}", name) for spec in query.aggregations
-               for name in (spec.field, *spec.other_fields) if name is not None]
+    wanted += [("", name) for name in sorted(fields_read(query).names)]
     for path, name in wanted:
         if name not in shape.fields:
-            raise QuerySpecError(path, f"the elements have no field {name!r}; their fields "
-                                       f"are {list(shape.fields)}")
+            raise QuerySpecError(path, f"the query reads field {name!r}, which the elements "
+                                       f"do not have; their fields are {list(shape.fields)}")
 
 
 def is_row(element: Any) -> bool:
