@@ -88,6 +88,12 @@ class _Keep(beam.DoFn):  # type: ignore[misc]
         _Keep.store[self.name].append(element)
 
 
+def as_dict(row: Any) -> dict[str, Any]:
+    """An output row's columns: a ``beam.Row``, or the ``NamedTuple`` Beam decodes a
+    schema'd row to once it has crossed a stage boundary (both read by attribute too)."""
+    return row.as_dict() if isinstance(row, beam.Row) else dict(row._asdict())
+
+
 _EVENTS: list[Departure] = []
 CHUNK = 5_000
 
@@ -147,7 +153,7 @@ def run(limit: int | None, streaming: bool) -> dict[str, Any]:
     result.wait_until_finish()
     counters = result.metrics().query(MetricsFilter().with_name("late_events"))["counters"]
     late_metric = sum(c.committed or 0 for c in counters)
-    return {"events": len(_EVENTS), "rows": [row.as_dict() for row in _Keep.store["rows"]],
+    return {"events": len(_EVENTS), "rows": [as_dict(row) for row in _Keep.store["rows"]],
             "late": list(_Keep.store["late"]), "late_metric": late_metric}
 
 
