@@ -175,6 +175,13 @@ def test_beam_rows_pairs_and_dicts() -> None:
     assert [n for n, _ in element_type._fields] == list(names)
     assert sorted((r.key, r.at, r.n) for r in pair_rows) == sorted(
         (r.origin, r.at, r.n) for r in rows)
+    # pairs with key=: the key column takes that name (here the value's own field). Types:
+    # Beam infers pairs of rows with and without nulls as a Union, whose value fields it
+    # merges to Any, so only the names are the rows'
+    element_type, named_rows = run(pairs, SlidingAggregate(
+        windows=windows, aggregations=AGGREGATIONS, key="origin", time="at"))
+    assert [n for n, _ in element_type._fields] == [n for n, _ in SHAPES["over"][1]]
+    assert sorted(named_rows, key=repr) == sorted(rows, key=repr)
     dicts = [e._asdict() for e in events]
     element_type, dict_rows = run(dicts, aggregate(windows))
     assert [n for n, _ in element_type._fields] == [
