@@ -2,9 +2,12 @@
 
 >>> import apache_beam as beam
 >>> from beam_adapter import SlidingAggregate, sliding
->>> rows = (keyed                                     # PCollection of (key, value), timestamped
-...         | SlidingAggregate(window=sliding(3_600_000, 60_000),
+>>> rows = (flights                    # PCollection of beam.Row(origin=..., dep_ms=..., ...)
+...         | SlidingAggregate(window=sliding(3_600_000, 60_000), key="origin", time="dep_ms",
 ...                            aggregations={"worst": {"fn": "max", "field": "delay"}}))
+
+``rows``: ``beam.Row(origin, window_start, window_end, worst)`` elements with a declared
+schema (the columns every engine gives, :func:`adapters.engine.rows.output_columns`).
 
 A stateful ``DoFn`` with watermark timers and Beam state drives :class:`adapters.WindowDriver`,
 which does all the deciding; see ``docs/beam.md``.

@@ -2,9 +2,11 @@
 
 It only translates between Beam and :class:`adapters.WindowDriver`:
 
-* ``process`` (one ``(key, value)`` element): the event time (element timestamp, exact ms, or
-  the ``time`` extractor) and the value go to ``driver.process``; late events go to the
-  ``late`` tagged output and the ``swag/late_events`` counter.
+* ``process`` (one ``(key, value)`` element, or ``(key, element)`` when the transform keyed
+  rows itself): the event time (element timestamp, exact ms, or the ``time`` extractor) and
+  the value (a row as a ``dict``: :func:`beam_adapter._rows.driver_value`) go to
+  ``driver.process``; a late element goes, as it came, to the ``late`` tagged output and the
+  ``swag/late_events`` counter.
 * The **wake** timer (``TimeDomain.WATERMARK``, one per key) is kept at the driver's next
   timer ``N``: set at ``(N - 1) * 1000`` us, it fires once Beam's watermark proves ``W >= N``
   and calls ``driver.advance_watermark(key, N)``. Unbounded input only: on bounded input
@@ -18,8 +20,9 @@ It only translates between Beam and :class:`adapters.WindowDriver`:
   conflates equally named timers of different transforms (``docs/beam.md``, "Several
   transforms in one pipeline"). State cells keep fixed names: Beam scopes state by transform.
 
-Rows leave with the window's timestamp (``end - 1 us``; OVER rows: the event's timestamp),
-or with ``timestamps="emission"`` never earlier than the firing timer (see ``docs/beam.md``).
+Rows leave as ``beam.Row`` elements of the transform's :class:`~beam_adapter._rows.OutputSchema`
+with the window's timestamp (``end - 1 us``; OVER rows: the event's timestamp), or with
+``timestamps="emission"`` never earlier than the firing timer (see ``docs/beam.md``).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from adapters.engine.timers import rearm
 from adapters.query.specs import get_field
 
 from . import _time
+from ._rows import OutputSchema, driver_value, is_row
 from .state import BAG_LOG_SPEC, META_SPEC, ORDERED_LOG_SPEC, BagLogState, OrderedLogState
 
 #: Metrics namespace of the adapter's counters (``late_events``, ``rows``).
@@ -86,7 +90,8 @@ class SwagDoFn(beam.DoFn):
 
     def __init__(self, query: dict[str, Any], *, algorithm: str | None,
                  max_cached_keys: int | None, time: str | Callable[[Any], Any] | None,
-                 wake_timers: bool, timestamps: str) -> None:
+                 wake_timers: bool, timestamps: str, schema: OutputSchema,
+                 keyed: bool = False) -> None:
         super().__init__()
         self._query = query
         self._algorithm = algorithm
@@ -94,6 +99,8 @@ class SwagDoFn(beam.DoFn):
         self._time = time
         self._wake_timers = wake_timers
         self._emission_ts = timestamps == "emission"
+        self._schema = schema
+        self._keyed = keyed
 
     def __reduce__(self) -> tuple[Any, ...]:
         # The class is made at run time: pickle how to remake it (on the worker too), and
@@ -126,6 +133,11 @@ class SwagDoFn(beam.DoFn):
         except (TypeError, ValueError):
             raise BadEventError(f"SlidingAggregate needs (key, value) elements, got "
                                 f"{element!r:.100}") from None
+        original = element
+        if self._keyed:  # (key, the element as it came: a row, or a (key, value) pair)
+            original = value
+            value = value if is_row(value) else value[1]
+        value = driver_value(value)
         extract = self._extract
         time = _time.timestamp_ms(ts, key) if extract is None else extract(key, value)
         view = self._view_class(meta, log)
@@ -134,10 +146,9 @@ class SwagDoFn(beam.DoFn):
             end.set(_END_TS)  # first call for this key: the end-of-input timer, once
         if self._wake_timers:
             self._arm(key, view, out.timers.get(key), wake, fired=False)
-        if out.late:
+        if out.late:  # this element (one event per call), as it came
             self._late_counter.inc(len(out.late))
-            for ev in out.late:
-                yield TaggedOutput(LATE_TAG, (key, ev.value))
+            yield TaggedOutput(LATE_TAG, original)
         if out.rows:
             yield from self._emit(out.rows, None)
 
@@ -188,11 +199,12 @@ class SwagDoFn(beam.DoFn):
         self._rows_counter.inc(len(rows))
         floor = fired_micros if self._emission_ts and fired_micros is not None else None
         row_micros = _time.row_micros
+        to_row = self._schema.to_row
         for row in rows:
             micros = row_micros(row)
             if floor is not None and micros < floor:
                 micros = floor
-            yield TimestampedValue(row, Timestamp(micros=micros))
+            yield TimestampedValue(to_row(row), Timestamp(micros=micros))
 
 
 @functools.cache

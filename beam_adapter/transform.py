@@ -1,5 +1,6 @@
 """``SlidingAggregate``: exact sliding, tumbling, per-event (OVER), count and policy windows over
-a keyed Beam ``PCollection``, as one composite transform.
+a Beam ``PCollection`` of rows or ``(key, value)`` pairs, as one composite transform giving
+schema'd rows (:mod:`beam_adapter._rows`).
 
 The transform only translates; :class:`adapters.WindowDriver` decides (lateness, release,
 emission, eviction, state layout). See ``docs/beam.md``.
@@ -12,11 +13,12 @@ from typing import Any
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
-from apache_beam.typehints.typehints import coerce_to_kv_type
 
 from adapters import BadEventError, EngineFacts, QueryPlan, WindowDriver, parse_query
+from adapters.query.specs import get_field
 from adapters.query.windows import query_of_call
 
+from ._rows import check_fields, input_shape, is_row, output_schema
 from .dofn import LATE_TAG, STATE_KINDS, dofn_class, timer_suffix
 
 STATE_CHOICES = ("auto", *STATE_KINDS)
@@ -25,7 +27,8 @@ TIMESTAMP_CHOICES = ("window", "emission")
 
 # ----------------------------------------------------------------------------- transform
 class SlidingAggregate(beam.PTransform):
-    """Exact window aggregates over a keyed ``PCollection`` of ``(key, value)`` elements.
+    """Exact window aggregates over a ``PCollection`` of rows keyed by one of their fields
+    (``key=``) or of ``(key, value)`` pairs.
 
     Args:
         window: one window spec: :func:`sliding`, :func:`tumbling`, :func:`over`,
@@ -36,15 +39,19 @@ class SlidingAggregate(beam.PTransform):
             ``(field, aggregation)``, or a Beam ``CombineFn`` (alone: applied to the whole
             value; or as ``(field, combine_fn)``). A ``CombineFn``'s ``merge_accumulators``
             must be associative; it need not be commutative.
-        windows: several window specs instead of ``window`` (rows carry ``"window"``: the
+        windows: several window specs instead of ``window`` (rows carry ``window``: the
             spec's index). All specs share one structure per key.
+        key: the key column's name (``None``: ``"key"``). With a name, the elements may be
+            rows (``beam.Row``, ``NamedTuple``, ``dict``) carrying that field, which keys
+            them and is also their value, or ``(key, value)`` pairs. Without one they must
+            be ``(key, value)`` pairs.
         allowed_lateness: L (integer ms, ``timedelta`` or ``Duration``): an event older than
             ``watermark - L`` is late (side output ``late``, counter ``swag/late_events``);
             windows are emitted once ``watermark - L`` has passed them.
         time: where the event time comes from: ``None`` (default) the element timestamp,
-            which must be a whole number of milliseconds; a field name of the value; or a
-            function ``value -> time`` returning integer ms, a Beam ``Timestamp`` or a
-            ``datetime``.
+            which must be a whole number of milliseconds; a field name of the row (of the
+            value, for pairs); or a function ``value -> time`` returning integer ms, a Beam
+            ``Timestamp`` or a ``datetime``.
         algorithm: force a ``swag_core`` algorithm (default: the selection guide).
         state: ``"ordered_list"`` (event log in ``OrderedListState``), ``"bag"``
             (``BagState``: for runners without ordered lists; removal costs O(retained)), or
@@ -61,13 +68,28 @@ class SlidingAggregate(beam.PTransform):
             other; ``count`` of a field counts the other values); ``"error"``: such a value
             is bad input (``BadEventError`` naming key and field). Custom aggregations and
             ``CombineFn``s get every value as it is.
-        with_late_output: return ``result`` with ``result.rows`` and ``result.late``
-            (``(key, value)`` elements with their original timestamps) instead of the rows
-            alone.
+        with_late_output: return ``result`` with ``result.rows`` and ``result.late`` (the
+            late elements as they came in, with their original timestamps) instead of the
+            rows alone.
 
-    Output: one dict per window and key, ``{"window", "key", "start", "end", **aggregates}``
-    (per-event windows: ``{"window", "key", "time", "event", **aggregates}``), start/end/time
-    in integer ms, emitted once, when final.
+    Output: schema'd ``beam.Row`` elements (a declared ``RowTypeConstraint``, which
+    ``apache_beam.dataframe.convert.to_dataframe`` reads) with the columns every engine
+    gives (:func:`adapters.engine.rows.output_columns`), each window emitted once, when
+    final:
+
+    * one ``[start, end)`` spec: ``<key>, window_start, window_end, <aggregations>``;
+    * one per-event spec: the event's fields when the element type declares them (a
+      ``beam.Row`` or ``NamedTuple`` schema; the key and time columns first if the event
+      lacks them), else ``<key>, <time>, event``; then ``<aggregations>``;
+    * several specs: ``window`` (the spec's index, int32), ``<key>, window_start,
+      window_end``, then for per-event specs ``<time>`` and the event's other fields, then
+      ``<aggregations>``; a row leaves the other kind's columns ``None``.
+
+    ``<key>`` is ``key`` (``"key"``), ``<time>`` the ``time`` field (``"time"`` for the
+    element timestamp or a function). Bounds and times are integer ms (a ``Timestamp`` time
+    field gives ``Timestamp`` values); key and event fields keep their declared types; the
+    built-in aggregations' types follow their declarations (count ``int``, mean ``float``,
+    max of a ``float`` field ``float``...), anything unknown is ``typing.Any``.
     """
 
     def __init__(self, window: Any = None, aggregations: Mapping[str, Any] | Any = None, *,
@@ -75,7 +97,8 @@ class SlidingAggregate(beam.PTransform):
                  time: str | Callable[[Any], Any] | None = None, algorithm: str | None = None,
                  state: str = "auto", timestamps: str = "window",
                  max_cached_keys: int | None = None, with_late_output: bool = False,
-                 label: str | None = None, nulls: str = "skip") -> None:
+                 label: str | None = None, nulls: str = "skip",
+                 key: str | None = None) -> None:
         super().__init__(label)
         if state not in STATE_CHOICES:
             raise ValueError(f"state must be one of {STATE_CHOICES}, got {state!r}")
@@ -84,6 +107,8 @@ class SlidingAggregate(beam.PTransform):
                              f"{timestamps!r}")
         if time is not None and not (isinstance(time, str) or callable(time)):
             raise TypeError(f"time must be None, a field name or a function, got {time!r}")
+        if key is not None and not isinstance(key, str):
+            raise TypeError(f"key must be None or a field name, got {key!r}")
         self.query = query_of_call(window, windows, aggregations, allowed_lateness,
                                    nulls=nulls)
         # Validate now (QuerySpecError names the bad field at pipeline construction), and
@@ -91,6 +116,7 @@ class SlidingAggregate(beam.PTransform):
         WindowDriver(parse_query(self.query), algorithm=algorithm)
         self.algorithm = algorithm
         self.time = time
+        self.key = key
         self.state = state
         self.timestamps = timestamps
         self.max_cached_keys = max_cached_keys
@@ -124,9 +150,18 @@ class SlidingAggregate(beam.PTransform):
         windowfn = pcoll.windowing.windowfn
         if not isinstance(windowfn, GlobalWindows):
             pcoll = pcoll | "Into global window" >> beam.WindowInto(GlobalWindows())
-        try:
-            coerce_to_kv_type(pcoll.element_type)
-        except ValueError:
+        shape = input_shape(pcoll.element_type, self.key)
+        query = parse_query(self.query)
+        time_field = self.time if isinstance(self.time, str) else None
+        check_fields(query, shape, time_field)
+        schema = output_schema(query, shape, self.key, time_field)
+        keyed = shape.form == "rows" or (shape.form == "untyped" and self.key is not None)
+        if keyed:
+            # the key's declared type gives the stateful DoFn a deterministic key coder
+            keyed_type = beam.typehints.Tuple[shape.key_type, Any]
+            pcoll = pcoll | f"Key by {self.key}" >> beam.Map(
+                _keyed_by, self.key).with_output_types(keyed_type)
+        elif shape.form == "untyped":
             # e.g. beam.Create([TimestampedValue(...)]) infers TimestampedValue: declare the
             # (key, value) pairs the stateful DoFn needs, checking each element's shape here,
             # before Beam's key coder fails on it with a message of its own.
@@ -135,8 +170,9 @@ class SlidingAggregate(beam.PTransform):
         cls = dofn_class(self._state_kind(pcoll), timer_suffix(_full_label(pcoll, self.label)))
         dofn = cls(self.query, algorithm=self.algorithm, max_cached_keys=self.max_cached_keys,
                    time=self.time, wake_timers=not pcoll.is_bounded,
-                   timestamps=self.timestamps)
-        result = pcoll | "Windows" >> beam.ParDo(dofn).with_outputs(LATE_TAG, main="rows")
+                   timestamps=self.timestamps, schema=schema, keyed=keyed)
+        result = pcoll | "Windows" >> beam.ParDo(dofn).with_output_types(
+            schema.row_type).with_outputs(LATE_TAG, main="rows")
         return result if self.with_late_output else result.rows
 
 
@@ -154,12 +190,29 @@ def _full_label(pcoll: beam.PCollection, label: str) -> str:
 
 def _as_pair(element: Any) -> tuple[Any, Any]:
     """``element`` as a ``(key, value)`` pair; :class:`BadEventError` for any other shape."""
-    if isinstance(element, (tuple, list)) and len(element) == 2:
+    if isinstance(element, (tuple, list)) and len(element) == 2 and not is_row(element):
         return element[0], element[1]
     raise BadEventError(
         f"SlidingAggregate takes (key, value) pairs, got {element!r:.80} "
         f"({type(element).__name__}): key the elements first, e.g. "
-        f"beam.Map(lambda e: (e['origin'], e))")
+        f"beam.Map(lambda e: (e['origin'], e)), or name the key field: "
+        f"SlidingAggregate(key='origin', ...)")
+
+
+def _keyed_by(element: Any, key: str) -> tuple[Any, Any]:
+    """``(key, element)`` for a row carrying field ``key`` or a ``(key, value)`` pair (the
+    ``DoFn`` keeps the element itself: late elements leave unchanged)."""
+    if is_row(element):
+        try:
+            return get_field(element, key), element
+        except KeyError:
+            raise BadEventError(f"SlidingAggregate(key={key!r}): the element has no field "
+                                f"{key!r}: {element!r:.100}", key=None, field=key) from None
+    if isinstance(element, (tuple, list)) and len(element) == 2:
+        return element[0], element
+    raise BadEventError(
+        f"SlidingAggregate(key={key!r}) takes rows (beam.Row, NamedTuple, dict) with a field "
+        f"{key!r}, or (key, value) pairs; got {element!r:.80} ({type(element).__name__})")
 
 
 def explain(window: Any = None, aggregations: Mapping[str, Any] | Any = None, *,

@@ -68,8 +68,8 @@ def _native_row(kv: Any, window: Any) -> tuple[Any, ...]:
     return (key, window.start.micros // 1000, window.end.micros // 1000, worst, count)
 
 
-def _swag_row(row: dict[str, Any]) -> tuple[Any, ...]:
-    return (row["key"], row["start"], row["end"], row["worst"], row["count"])
+def _swag_row(row: Any) -> tuple[Any, ...]:
+    return (row.key, row.window_start, row.window_end, row.worst, row.count)
 
 
 def _run(kind: str, n: int, k: int) -> tuple[float, list[tuple[Any, ...]]]:

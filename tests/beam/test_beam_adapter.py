@@ -24,6 +24,7 @@ from adapters.query.windows import duration_ms
 from beam_adapter import SlidingAggregate, _time, count_window, over, sliding, tumbling
 from beam_adapter.state import BagLogState, OrderedLogState
 from tests.beam import sink
+from tests.beam.engine import pairs_schema
 from tests.conformance.runner import error_problem
 
 
@@ -224,22 +225,26 @@ def test_batch_pipeline_windows_combinefns_and_timestamps() -> None:
         with_late_output=True)
     rows, late, result = run_batch([tv(k, t, v) for k, t, v in events], transform)
     assert late == []
-    windows = {(r["key"], r["start"]): (r, us) for r, us in rows if r["window"] == 0}
+    assert rows[0][0].__class__ is beam.Row and list(rows[0][0].as_dict()) == [
+        "window", "key", "window_start", "window_end", "time", "event", "mean", "letters", "n"]
+    windows = {(r.key, r.window_start): (r, us) for r, us in rows if r.window == 0}
     expected = brute(events, 400, 100)
     assert set(windows) == set(expected)
     for (key, start), vals in expected.items():
         row, micros = windows[(key, start)]
-        assert row["end"] == start + 400 and row["n"] == len(vals)
-        assert row["mean"] == pytest.approx(sum(v["v"] for v in vals) / len(vals))
-        assert row["letters"] == "".join(v["c"] for v in vals)
+        assert row.window_end == start + 400 and row.n == len(vals)
+        assert row.time is None and row.event is None
+        assert row.mean == pytest.approx(sum(v["v"] for v in vals) / len(vals))
+        assert row.letters == "".join(v["c"] for v in vals)
         assert micros == (start + 400) * 1000 - 1  # IntervalWindow.max_timestamp()
-    per_event = [(r, us) for r, us in rows if r["window"] == 1]
+    per_event = [(r, us) for r, us in rows if r.window == 1]
     assert len(per_event) == len(events)
+    assert (sorted((r.key, r.time, r.event["v"], r.event["c"]) for r, _ in per_event)
+            == sorted((k, t, v["v"], v["c"]) for k, t, v in events))
     for row, micros in per_event:
-        assert micros == row["time"] * 1000
-        peers = [v for k, t, v in events
-                 if k == row["key"] and row["time"] - 250 <= t <= row["time"]]
-        assert row["n"] == len(peers)
+        assert micros == row.time * 1000 and row.window_start is None
+        peers = [v for k, t, v in events if k == row.key and row.time - 250 <= t <= row.time]
+        assert row.n == len(peers)
     assert counter(result, "rows") == len(rows)
     assert counter(result, "late_events") == 0
 
@@ -262,7 +267,7 @@ def test_time_extractors_and_windowed_input() -> None:
                                     aggregations={"total": {"fn": "sum", "field": "v"}},
                                     time=time)
                  | beam.ParDo(sink.Collect(rows_run)))
-        rows = sorted((r["start"], r["total"]) for r, _ in sink.take(rows_run))
+        rows = sorted((r.window_start, r.total) for r, _ in sink.take(rows_run))
         assert rows == [(start, 89), (start + 60_000, 61), (start + 180_000, 200)]
 
 
@@ -315,7 +320,7 @@ def test_bag_state_and_default_direct_runner_agree() -> None:
             "s": {"fn": "sum", "field": "v"}, "ids": {"fn": "collect", "field": "v"}},
             state=state)
         rows, _, _ = run_batch(elements, transform, runner)
-        results.append(sorted((r["key"], r["start"], r["s"], tuple(r["ids"])) for r, _ in rows))
+        results.append(sorted((r.key, r.window_start, r.s, tuple(r.ids)) for r, _ in rows))
     assert results[0] == results[1] == results[2] and len(results[0]) > 20
 
 
@@ -345,13 +350,13 @@ def test_streaming_late_events_side_output_counter_and_emission_timestamps() -> 
     transform = SlidingAggregate(window=tumbling(200), aggregations={
         "s": {"fn": "sum", "field": "v"}}, timestamps="emission", with_late_output=True)
     rows, late, _ = run_stream(stream, transform)
-    assert sorted((r["start"], r["s"]) for r, _ in rows) == [(0, 3), (1400, 4), (2000, 16)]
+    assert sorted((r.window_start, r.s) for r, _ in rows) == [(0, 3), (1400, 4), (2000, 16)]
     # the event at 50 arrived after key a's timer for [0, 200) had fired: late, with its
     # original timestamp, never aggregated
     assert late == [(("a", {"v": 8}), 50_000)]
     # (the BundleBasedDirectRunner loses user metrics of bundles with timer callbacks: the
     # counters are checked in test_dofn_timers_and_counters)
-    stamps = {r["start"]: us for r, us in rows}
+    stamps = {r.window_start: us for r, us in rows}
     assert stamps[0] == 199_999      # end - 1 us: the wake timer (at 199 ms) is not later
     assert stamps[1400] == 1_599_999
     # emitted at the end of input, by the wake timer (199... us) or the end timer
@@ -389,7 +394,8 @@ def test_dofn_timers_and_counters() -> None:
     transform = SlidingAggregate(window=tumbling(200), aggregations={"n": {"fn": "count"}})
     dofn = dofn_class("ordered_list", "test")(transform.query, algorithm=None,
                                               max_cached_keys=None, time=None,
-                                              wake_timers=True, timestamps="window")
+                                              wake_timers=True, timestamps="window",
+                                              schema=pairs_schema(transform.query))
     dofn.setup()
     dofn._late_counter, dofn._rows_counter = FakeCounter(), FakeCounter()
     meta, log, wake, end = FakeValue(), FakeOrderedList(), FakeTimer(), FakeTimer()
@@ -403,14 +409,14 @@ def test_dofn_timers_and_counters() -> None:
     assert end.calls == [_time.GLOBAL_MAX_MICROS]  # once per key
     assert element(250) == [] and wake.calls == [199_000]
     rows = list(dofn._on_wake("a", Timestamp(micros=199_000), meta, log, wake))
-    assert [(r.value["start"], r.value["n"], r.timestamp.micros) for r in rows] == [
+    assert [(r.value.window_start, r.value.n, r.timestamp.micros) for r in rows] == [
         (0, 2, 199_999)]
     assert wake.calls == [199_000, 399_000]   # the fired timer is replaced by the next
     out = element(150)                        # 150 < W = 200: late
     assert len(out) == 1 and isinstance(out[0], TaggedOutput) and out[0].tag == "late"
     assert out[0].value == ("a", {"v": 1}) and dofn._late_counter.n == 1
     rows = list(dofn._on_end("a", Timestamp(micros=_time.GLOBAL_MAX_MICROS), meta, log, wake))
-    assert [(r.value["start"], r.value["n"]) for r in rows] == [(200, 1)]
+    assert [(r.value.window_start, r.value.n) for r in rows] == [(200, 1)]
     assert wake.calls[-1] == "clear" and dofn._rows_counter.n == 2
     # a state the memo did not write (restored, or written by another worker): the timer
     # is set again even though the driver's next timer is the same
@@ -426,7 +432,7 @@ def test_nulls_mode_skips_by_default_and_is_validated() -> None:
     skip = SlidingAggregate(window=tumbling(100), aggregations={
         "m": {"fn": "max", "field": "v"}, "n": {"fn": "count", "field": "v"}})
     rows = run_batch(values, skip)[0]
-    assert [(r["m"], r["n"]) for r, _ in rows] == [(4, 1)]
+    assert [(r.m, r.n) for r, _ in rows] == [(4, 1)]
     strict = SlidingAggregate(window=tumbling(100), nulls="error",
                               aggregations={"m": {"fn": "max", "field": "v"}})
     with pytest.raises(Exception) as err:

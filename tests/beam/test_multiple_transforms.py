@@ -34,6 +34,7 @@ from apache_beam.utils.timestamp import Timestamp
 
 from beam_adapter import SlidingAggregate
 from tests.beam import sink
+from tests.beam.engine import output_columns_of, pairs_schema, runner_row
 from tests.conformance.multiple import DOUBLED, QUERIES, double, scenario
 from tests.conformance.multiple import steps as multiple_steps
 from tests.conformance.oracle import expected
@@ -63,7 +64,8 @@ def _branches(source: Any, state: str, runs: list[int], **options: Any) -> None:
 
 def _check(runs: list[int], steps: list[dict[str, Any]]) -> None:
     for i, run in enumerate(runs):
-        rows = [row for row, _ in sink.take(run)]
+        columns = output_columns_of(scenario(i, steps))
+        rows = [runner_row(row, columns) for row, _ in sink.take(run)]
         exp = expected(scenario(i, steps))
         assert len(exp["rows"]) > 20
         problem = compare(exp, {"rows": rows, "late": {}})
@@ -169,10 +171,10 @@ def test_dofn_pickles_into_a_fresh_process() -> None:
 
     cls = dofn_class("bag", "0123456789abcdef")
     assert dofn_class("bag", "0123456789abcdef") is cls
-    dofn = cls({"windows": [{"kind": "tumbling", "size": 10}],
-                "aggregations": {"n": {"fn": "count"}}, "allowed_lateness": 0},
-               algorithm=None, max_cached_keys=7, time=None, wake_timers=True,
-               timestamps="window")
+    query = {"windows": [{"kind": "tumbling", "size": 10}],
+             "aggregations": {"n": {"fn": "count"}}, "allowed_lateness": 0}
+    dofn = cls(query, algorithm=None, max_cached_keys=7, time=None, wake_timers=True,
+               timestamps="window", schema=pairs_schema(query))
     copy = pickler.loads(pickler.dumps(dofn))
     assert type(copy) is cls and copy.__dict__ == dofn.__dict__
     script = (
