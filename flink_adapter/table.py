@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pyflink.table import Table
+from pyflink.table import DataTypes, Table
 from pyflink.table.expressions import call, col
+from pyflink.table.types import LocalZonedTimestampType, TimestampType
 
 from adapters.engine.rows import WINDOW_END, WINDOW_START
 
@@ -46,11 +47,23 @@ def sliding_aggregate_table(table: Table, *, key: str, aggregations: Mapping[str
                              windows=windows, time=time, watermark=watermark,
                              allowed_lateness=allowed_lateness, nulls=nulls, times_in_ms=True,
                              **options)
-    out = env.from_data_stream(rows)
     times = (WINDOW_START, WINDOW_END, time if isinstance(time, str) else "time")
-    return out.select(*[
-        call("TO_TIMESTAMP_LTZ", col(n), 3).alias(n) if n in times else col(n)
-        for n in rows.get_type().get_field_names()])
+    schema = table.get_resolved_schema()
+    inputs = dict(zip(schema.get_column_names(), schema.get_column_data_types()))
+    return env.from_data_stream(rows).select(*[
+        _column(n, n in times, inputs.get(n)) for n in rows.get_type().get_field_names()])
+
+
+def _column(name: str, is_time: bool, input_type: Any) -> Any:
+    """Output column ``name``: a time (ms) as ``TIMESTAMP_LTZ(3)``; an input timestamp
+    column in its input precision (``from_data_stream`` widens it to 9 digits)."""
+    if is_time:
+        return call("TO_TIMESTAMP_LTZ", col(name), 3).alias(name)
+    if isinstance(input_type, TimestampType):
+        return col(name).cast(DataTypes.TIMESTAMP(input_type.precision)).alias(name)
+    if isinstance(input_type, LocalZonedTimestampType):
+        return col(name).cast(DataTypes.TIMESTAMP_LTZ(input_type.precision)).alias(name)
+    return col(name)
 
 
 __all__ = ["sliding_aggregate_table"]

@@ -33,6 +33,10 @@ def _stamp(ms: int) -> dt.datetime:
     return EPOCH + dt.timedelta(milliseconds=ms)
 
 
+#: the aggregations of the table test: AGGS over its ``delay`` column
+AGGS_OF_DELAY = {"n": {"fn": "count"}, "mx": {"fn": "max", "field": "delay"}}
+
+
 def _names(windows: list[Any], key: str, time: str, fields: list[str] | None
            ) -> list[str]:
     query = parse_query({"windows": windows, "aggregations": AGGS})
@@ -141,3 +145,31 @@ def test_the_expected_names_are_the_schema() -> None:
     assert CASES["over_key_function_record_time"][4] == ["key", "time", "k", "t", "v",
                                                          "flight", "n", "mx"]
     assert CASES["over_untyped"][4] == ["key", "time", "event", "n", "mx"]
+
+
+def test_table_columns_with_timestamps(flink_env: Any) -> None:
+    """``sliding_aggregate_table`` gives the same columns; the window bounds and the time
+    column as ``TIMESTAMP_LTZ(3)``, the other input columns with their own types (no job
+    runs: the schema is known when the table is built)."""
+    from pyflink.table import DataTypes, StreamTableEnvironment
+
+    t_env = StreamTableEnvironment.create(flink_env(streaming=True, mode="thread"))
+    table = t_env.from_elements(
+        [("EWR", _stamp(0), 5, _stamp(60_000))],
+        DataTypes.ROW([DataTypes.FIELD("origin", DataTypes.STRING()),
+                       DataTypes.FIELD("dep", DataTypes.TIMESTAMP(3)),
+                       DataTypes.FIELD("delay", DataTypes.BIGINT()),
+                       DataTypes.FIELD("arr", DataTypes.TIMESTAMP(3))]))
+    out = fa.sliding_aggregate_table(
+        table, key="origin", time="dep", windows=[TUMBLING, OVER],
+        aggregations=AGGS_OF_DELAY)
+    names = _names([TUMBLING, OVER], "origin", "dep", ["origin", "dep", "delay", "arr"])
+    assert names == ["window", "origin", "window_start", "window_end", "dep", "delay", "arr",
+                     "n", "mx"]
+    schema = out.get_resolved_schema()
+    assert list(schema.get_column_names()) == names
+    types = ["INT", "STRING", "TIMESTAMP_LTZ(3)", "TIMESTAMP_LTZ(3)", "TIMESTAMP_LTZ(3)",
+             "BIGINT", "TIMESTAMP(3)", "BIGINT", "BIGINT"]
+    text = str(schema)  # Flink's "(`window` INT, `origin` STRING, ...)"
+    want = ", ".join(f"`{name}` {t}" for name, t in zip(names, types))
+    assert " ".join(text.split()).replace("( ", "(").replace(" )", ")") == f"({want})", text
