@@ -129,10 +129,10 @@ class OutputLayout:
     process function).
 
     * ``value_field``: the driver's value is this field of the element (``None``: the whole
-      element; a ``Row`` becomes a ``dict`` of its declared fields);
-    * ``input_fields``: the input ``Row``'s field names (when known), ``time_fields`` those
-      holding timestamps (``name -> kind``), ``event_fields``: the field names of the
-      driver's value (``input_fields``, or the ``value_field`` row's);
+      element); a ``Row`` becomes a ``dict`` of its declared fields;
+    * ``input_fields``: the input ``Row``'s field names (when known); ``event_fields``: the
+      field names of the driver's value (``input_fields``, or the ``value_field`` row's),
+      ``time_fields`` those holding timestamps (``name -> kind``);
     * ``columns``: the output columns and where each value comes from
       (:func:`adapters.engine.rows.output_columns`); ``converters``: output column -> how a
       driver value becomes the Flink value (``"row"``, ``"pair"``, ``"bytes"``, or
@@ -156,16 +156,18 @@ class OutputLayout:
         return _read(event, name, self.event_fields)
 
     def to_driver(self, key: Any, value: Any) -> Any:
-        """The driver's value for an input element."""
+        """The driver's value for an input element: the element or its ``value_field``; a
+        ``Row`` of declared fields becomes a ``dict`` (timestamps as ms), which the state
+        codec stores."""
         if self.value_field is not None:
             try:
-                return self.read(value, self.value_field)
+                value = self.read(value, self.value_field)
             except (KeyError, ValueError, IndexError):
                 raise BadEventError(f"key {key!r}: the element has no value field "
                                     f"{self.value_field!r}: {value!r:.100}", key=key,
                                     field=self.value_field) from None
         if isinstance(value, Row):
-            names = self.input_fields
+            names = self.event_fields
             if names is None:
                 try:
                     return value.as_dict()
@@ -182,8 +184,8 @@ class OutputLayout:
     def _convert(self, how: str | None, x: Any) -> Any:
         if how is None or x is None:
             return x
-        if how == "row" and isinstance(x, dict) and self.input_fields is not None:
-            return Row(*[from_ms(x.get(n), self.time_fields.get(n)) for n in self.input_fields])
+        if how == "row" and isinstance(x, dict) and self.event_fields is not None:
+            return Row(*[from_ms(x.get(n), self.time_fields.get(n)) for n in self.event_fields])
         if how == "pair":
             return Row(x[0], x[1])
         if how == "bytes":
@@ -273,8 +275,7 @@ def layout_and_type(query: Query, key_type: TypeInformation,
                                        value_type if value_field is None else None,
                                        output_types)
         elif source == "field":
-            t, how = (event or {})[ref], _time_converter(time_fields.get(ref)
-                                                          if value_field is None else None)
+            t, how = (event or {})[ref], _time_converter(time_fields.get(ref))
         else:
             t = source_types[source]
             how = _time_converter(kind) if source in ("start", "end", "time") else None
@@ -284,7 +285,7 @@ def layout_and_type(query: Query, key_type: TypeInformation,
     layout = OutputLayout(columns=columns, value_field=value_field,
                           input_fields=None if fields is None else tuple(fields),
                           event_fields=None if event is None else tuple(event),
-                          time_fields=time_fields if value_field is None else {},
+                          time_fields=time_fields,
                           converters=converters)
     return layout, Types.ROW_NAMED(list(columns.names), types)
 
