@@ -1,8 +1,8 @@
 """The one output schema (``adapters.engine.rows.output_columns``) on Flink: the names and
 order of the columns, their declared Flink types (written out here), and the values of
 each kind of row, for one ``[start, end)`` spec, one ``over`` spec and several specs, with
-an integer and a timestamp time field, a key field and a key function, and a stream
-without a row type. All the queries run in one job (a job costs ~15-20 s)."""
+an integer and a timestamp time field, a key field and a key function, a ``value=`` row
+field, and a stream without a row type. All the queries run in one job (a job costs ~15-20 s)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ LONG_ROW = Types.ROW_NAMED(["k", "t", "v", "flight"],
 STAMP_ROW = Types.ROW_NAMED(["k", "t", "v", "flight"],
                             [Types.STRING(), Types.SQL_TIMESTAMP(), Types.DOUBLE(),
                              Types.STRING()])
+NESTED_ROW = Types.ROW_NAMED(["k", "t", "payload"],
+                             [Types.STRING(), Types.LONG(),
+                              Types.ROW_NAMED(["v", "flight"],
+                                              [Types.DOUBLE(), Types.STRING()])])
 EVENTS = [("a", 0, 1.0, "f1"), ("a", 1_500, 3.0, "f2"), ("b", 500, 2.0, "f3")]
 AGGS = {"n": {"fn": "count"}, "mx": {"fn": "max", "field": "v"}}
 TUMBLING, OVER = fa.tumbling(1_000), fa.over(1_000)
@@ -77,6 +81,13 @@ CASES: dict[str, tuple[Any, ...]] = {
          Types.STRING(), Types.LONG(), Types.DOUBLE()],
         [("a", 0, "a", 0, 1.0, "f1", 1, 1.0), ("a", 1_500, "a", 1_500, 3.0, "f2", 1, 3.0),
          ("b", 500, "b", 500, 2.0, "f3", 1, 2.0)]),
+    "over_value_row": (
+        [OVER], NESTED_ROW, "k", "t",
+        _names([OVER], "k", "t", ["v", "flight"]),
+        [Types.STRING(), Types.LONG(), Types.DOUBLE(), Types.STRING(), Types.LONG(),
+         Types.DOUBLE()],
+        [("a", 0, 1.0, "f1", 1, 1.0), ("a", 1_500, 3.0, "f2", 1, 3.0),
+         ("b", 500, 2.0, "f3", 1, 2.0)]),
     "over_untyped": (
         [OVER], None, lambda e: e[0], lambda e: e[1],
         _names([OVER], "key", "time", None),
@@ -90,6 +101,8 @@ CASES: dict[str, tuple[Any, ...]] = {
 def _stream(env: Any, row_type: Any) -> Any:
     if row_type is None:  # an untyped stream of tuples (pickled)
         return env.from_collection([tuple(e) for e in EVENTS])
+    if row_type is NESTED_ROW:
+        return env.from_collection([Row(k, t, Row(v, f)) for k, t, v, f in EVENTS], row_type)
     if row_type is STAMP_ROW:
         return env.from_collection([Row(k, _stamp(t), v, f) for k, t, v, f in EVENTS],
                                    row_type)
@@ -109,6 +122,7 @@ def outputs(flink_env: Any) -> dict[str, tuple[Any, list[tuple[Any, ...]]]]:
         ).with_timestamp_assigner(_SecondField())
         out = fa.sliding_aggregate(_stream(env, row_type), key=key, time=time,
                                    watermark=watermark,
+                                   value="payload" if row_type is NESTED_ROW else None,
                                    windows=windows, aggregations=aggs,
                                    key_type=None if isinstance(key, str) else Types.STRING(),
                                    output_types=None if row_type else {"mx": Types.LONG()})
@@ -144,6 +158,7 @@ def test_the_expected_names_are_the_schema() -> None:
                                              "t", "v", "flight", "n", "mx"]
     assert CASES["over_key_function_record_time"][4] == ["key", "time", "k", "t", "v",
                                                          "flight", "n", "mx"]
+    assert CASES["over_value_row"][4] == ["k", "t", "v", "flight", "n", "mx"]
     assert CASES["over_untyped"][4] == ["key", "time", "event", "n", "mx"]
 
 
