@@ -172,8 +172,8 @@ def swag_windows(events: list[tuple[str, int, float]], k: int, mode: str = "proc
                              window=sliding(k * SLIDE_MS, SLIDE_MS),
                              aggregations={"worst": {"fn": "max", "field": "delay"},
                                            "n": {"fn": "count"}})
-    return _run_to_files(rows.map(lambda r: (r[1], r[2], r[3], r[4], r[5]),
-                                  _tuple_type(_WINDOW_TYPE)))
+    # origin, window_start, window_end, worst, n
+    return _run_to_files(rows.map(lambda r: tuple(r), _tuple_type(_WINDOW_TYPE)))
 
 
 def swag_over(events: list[tuple[str, int, float]], k: int = 0, mode: str = "process"
@@ -185,7 +185,8 @@ def swag_over(events: list[tuple[str, int, float]], k: int = 0, mode: str = "pro
                              window=over(OVER_MS),
                              aggregations={"worst": {"fn": "max", "field": "delay"},
                                            "n": {"fn": "count"}})
-    return _run_to_files(rows.map(lambda r: (r[1], r[2], r[3]["delay"], r[4], r[5]),
+    # origin, t, delay, worst, n
+    return _run_to_files(rows.map(lambda r: tuple(r),
                                   _tuple_type(("STRING", "LONG", "DOUBLE", "DOUBLE",
                                                "LONG"))))
 

@@ -65,14 +65,30 @@ def run(limit: int | None, batch: bool, mode: str = "thread") -> dict[str, Any]:
     out = sliding_aggregate(stream, key="origin", time="dep_ms", watermark=HOUR,
                             windows=[sliding(HOUR, 10 * 60_000), over(HOUR)],
                             aggregations=AGGREGATIONS, with_late_output=True)
-    # One job for both outputs; in a Python map the pickled ``event`` column is a dict.
-    both = out.rows.map(lambda r: ("row", r.as_dict()), Types.PICKLED_BYTE_ARRAY()).union(
+    # window, origin, window_start, window_end, dep_ms, delay, flight, then the aggregations
+    names = out.rows.get_type().get_field_names()
+    # One job for both outputs (each execute_and_collect runs the whole job).
+    both = out.rows.map(lambda r: ("row", tuple(r)), Types.PICKLED_BYTE_ARRAY()).union(
         out.late.map(lambda r: ("late", tuple(r)), Types.PICKLED_BYTE_ARRAY()))
     rows, late = [], []
     with both.execute_and_collect() as results:
         for kind, item in results:
-            (rows if kind == "row" else late).append(item)
+            if kind == "row":
+                rows.append(report_row(dict(zip(names, item))))
+            else:
+                late.append(item)
     return {"events": len(flights), "rows": rows, "late": late}
+
+
+def report_row(row: dict[str, Any]) -> dict[str, Any]:
+    """An output row in the form ``flights_report`` reads: ``window, key`` and ``start,
+    end`` (window rows) or ``time, event`` (per-flight rows), then the aggregations."""
+    out = {"window": row["window"], "key": row["origin"]}
+    if row["window_start"] is not None:
+        out.update(start=row["window_start"], end=row["window_end"])
+    else:
+        out.update(time=row["dep_ms"], event={"flight": row["flight"], "delay": row["delay"]})
+    return {**out, **{name: row[name] for name in AGGREGATIONS}}
 
 
 def report(res: dict[str, Any]) -> str:

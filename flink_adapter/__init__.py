@@ -6,6 +6,11 @@ APIs.
 >>> rows = sliding_aggregate(flights, key="origin", time="dep_ms", watermark="1 minute",
 ...                          window=sliding("1 hour", "10 minutes"),
 ...                          aggregations={"worst": {"fn": "max", "field": "delay"}})
+>>> for row in rows.execute_and_collect():   # origin, window_start, window_end, worst
+...     print(row)
+
+A job that fails on a bad event raises swag's error (:class:`BadEventError`, message
+first) rather than PyFlink's Java trace (:mod:`flink_adapter.java_errors`).
 
 A ``KeyedProcessFunction`` with event-time timers and Flink managed keyed state drives
 :class:`adapters.WindowDriver`, which does all the deciding; see ``docs/flink.md``.

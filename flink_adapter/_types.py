@@ -3,10 +3,12 @@ driver's plain Python values.
 
 The driver sees each event value as a plain ``dict`` (a ``Row`` input: its fields, with
 ``TIMESTAMP``/``TIMESTAMP_LTZ`` fields as integer ms, which the state codec can store). Its
-output rows (dicts) leave as ``Row`` objects of the declared ``Types.ROW_NAMED``:
-``window, key, start, end`` for ``[start, end)`` windows, ``time, event`` for per-event
-(OVER) windows (both groups when a query mixes kinds; the other group's columns are null),
-then one column per aggregation.
+output rows (dicts) leave as ``Row`` objects of the declared ``Types.ROW_NAMED``, with the
+columns every engine gives (:func:`adapters.engine.rows.output_columns`): the key column is
+named by ``key=`` (``"key"`` for a key function), the time column by ``time=`` (``"time"``
+for the record timestamp); a per-event row carries the input row's fields with their
+declared types. Window bounds and the time column are integer ms (``LONG``), or the time
+field's own type when it is a declared time type (:func:`time_kind`).
 
 Aggregate types follow the input column types (:func:`aggregate_type`); where they cannot
 (a custom aggregation without ``output_types``, a column of unknown type) the column is
@@ -27,7 +29,7 @@ from pyflink.common import Row, Types
 from pyflink.common.typeinfo import BasicTypeInfo, ExternalTypeInfo, RowTypeInfo, TypeInformation
 
 from adapters import BadEventError
-from adapters.engine.rows import row_columns
+from adapters.engine.rows import OutputColumns, output_columns
 from adapters.query.output_types import BINARY, StructOf
 from adapters.query.specs import AggSpec, Query, declared_output, get_field, output_type
 
@@ -127,39 +129,45 @@ class OutputLayout:
     process function).
 
     * ``value_field``: the driver's value is this field of the element (``None``: the whole
-      element; a ``Row`` becomes a ``dict`` of its declared fields);
-    * ``input_fields``: the input ``Row``'s field names (when known), ``time_fields`` those
-      holding timestamps (``name -> kind``);
-    * ``columns``: the output column names in order; ``converters``: output column ->
-      how a driver value becomes the Flink value (``"row"``, ``"pair"``, ``"bytes"``, or
+      element); a ``Row`` becomes a ``dict`` of its declared fields;
+    * ``input_fields``: the input ``Row``'s field names (when known); ``event_fields``: the
+      field names of the driver's value (``input_fields``, or the ``value_field`` row's),
+      ``time_fields`` those holding timestamps (``name -> kind``);
+    * ``columns``: the output columns and where each value comes from
+      (:func:`adapters.engine.rows.output_columns`); ``converters``: output column -> how a
+      driver value becomes the Flink value (``"row"``, ``"pair"``, ``"bytes"``, or
       ``"time:<kind>"``).
     """
 
-    columns: tuple[str, ...]
+    columns: OutputColumns
     value_field: str | None = None
     input_fields: tuple[str, ...] | None = None
+    event_fields: tuple[str, ...] | None = None
     time_fields: dict[str, str] = field(default_factory=dict)
     converters: dict[str, str] = field(default_factory=dict)
 
     def read(self, value: Any, name: str) -> Any:
         """Field ``name`` of an input element. Rows built positionally (as Python operators
         pass them on) carry no field names: they are read by the declared position."""
-        names = self.input_fields
-        if names is not None and isinstance(value, (Row, tuple)) and name in names:
-            return value[names.index(name)]
-        return get_field(value, name)
+        return _read(value, name, self.input_fields)
+
+    def read_event(self, event: Any, name: str) -> Any:
+        """Field ``name`` of a driver value (:meth:`to_driver`'s result)."""
+        return _read(event, name, self.event_fields)
 
     def to_driver(self, key: Any, value: Any) -> Any:
-        """The driver's value for an input element."""
+        """The driver's value for an input element: the element or its ``value_field``; a
+        ``Row`` of declared fields becomes a ``dict`` (timestamps as ms), which the state
+        codec stores."""
         if self.value_field is not None:
             try:
-                return self.read(value, self.value_field)
+                value = self.read(value, self.value_field)
             except (KeyError, ValueError, IndexError):
                 raise BadEventError(f"key {key!r}: the element has no value field "
                                     f"{self.value_field!r}: {value!r:.100}", key=key,
                                     field=self.value_field) from None
         if isinstance(value, Row):
-            names = self.input_fields
+            names = self.event_fields
             if names is None:
                 try:
                     return value.as_dict()
@@ -176,8 +184,8 @@ class OutputLayout:
     def _convert(self, how: str | None, x: Any) -> Any:
         if how is None or x is None:
             return x
-        if how == "row" and isinstance(x, dict) and self.input_fields is not None:
-            return Row(*[from_ms(x.get(n), self.time_fields.get(n)) for n in self.input_fields])
+        if how == "row" and isinstance(x, dict) and self.event_fields is not None:
+            return Row(*[from_ms(x.get(n), self.time_fields.get(n)) for n in self.event_fields])
         if how == "pair":
             return Row(x[0], x[1])
         if how == "bytes":
@@ -187,62 +195,121 @@ class OutputLayout:
         return x
 
     def to_row(self, row: dict[str, Any]) -> Row:
-        """A driver row as a Flink ``Row`` in the declared column order."""
+        """A driver row as a Flink ``Row`` of the declared output columns."""
         convert = self._convert
         conv = self.converters
-        out = Row(*[convert(conv.get(c), row.get(c)) for c in self.columns])
-        out.set_field_names(list(self.columns))
+        names = self.columns.names
+        values = self.columns.values(row, self.read_event)
+        out = Row(*[convert(conv.get(n), x) for n, x in zip(names, values)])
+        out.set_field_names(list(names))
         return out
 
 
-def layout_and_type(query: Query, raw_aggs: Mapping[str, Any], key_type: TypeInformation,
-                    input_type: TypeInformation | None, value_field: str | None,
+def _read(value: Any, name: str, names: tuple[str, ...] | None) -> Any:
+    if names is not None and isinstance(value, (Row, tuple)) and name in names:
+        return value[names.index(name)]
+    return get_field(value, name)
+
+
+def row_fields(t: TypeInformation | None) -> dict[str, TypeInformation] | None:
+    """The field names and types of a row type, in order; ``None`` for any other type."""
+    t = plain_type(t)
+    if isinstance(t, RowTypeInfo):
+        return dict(zip(t.get_field_names(), t.get_field_types()))
+    return None
+
+
+@dataclass(frozen=True)
+class StreamNames:
+    """How the user names the stream's parts: ``key``/``time`` (field names, functions or,
+    for ``time``, ``None``: the record timestamp), ``value`` (the field the aggregations
+    read, ``None``: the whole element) and ``times_in_ms``: give the window bounds and the
+    time column as integer ms whatever the time field's type (the Table API converts them
+    itself)."""
+
+    key: str | Callable[[Any], Any]
+    time: str | Callable[[Any], Any] | None = None
+    value: str | None = None
+    times_in_ms: bool = False
+
+    def time_type(self, fields: Mapping[str, TypeInformation] | None
+                  ) -> tuple[TypeInformation, str | None]:
+        """The type of the window bounds and the time column, and its time kind
+        (:func:`time_kind`): the time field's own type when it is a declared time type,
+        else ``LONG`` (integer ms)."""
+        if isinstance(self.time, str) and fields and not self.times_in_ms:
+            t = fields.get(self.time)
+            kind = time_kind(t)
+            if kind is not None and t is not None:
+                return t, kind
+        return Types.LONG(), None
+
+
+def layout_and_type(query: Query, key_type: TypeInformation,
+                    input_type: TypeInformation | None, names: StreamNames,
                     output_types: Mapping[str, TypeInformation]
                     ) -> tuple[OutputLayout, TypeInformation]:
-    """The :class:`OutputLayout` and the declared ``Types.ROW_NAMED`` of the output."""
-    fields: dict[str, TypeInformation] = {}
-    names: tuple[str, ...] | None = None
-    time_fields: dict[str, str] = {}
-    row_type: TypeInformation | None = None
-    input_type = plain_type(input_type)
-    if isinstance(input_type, RowTypeInfo):
-        names = tuple(input_type.get_field_names())
-        if value_field is None:
-            fields = dict(zip(names, input_type.get_field_types()))
-            row_type = input_type
-        else:
-            inner = dict(zip(names, input_type.get_field_types())).get(value_field)
-            row_type = inner
-            if isinstance(inner, RowTypeInfo):
-                fields = dict(zip(inner.get_field_names(), inner.get_field_types()))
-        time_fields = {n: k for n, t in fields.items() if (k := time_kind(t)) is not None}
-    # The event of an OVER row travels as the driver's plain value (a dict for Row input):
-    # PyFlink 2.3's execute_and_collect fails on a Row nested in a Row's field.
-    bound_types = {"window": Types.INT(), "key": key_type, "start": Types.LONG(),
-                   "end": Types.LONG(), "time": Types.LONG(),
-                   "event": Types.PICKLED_BYTE_ARRAY()}
-    columns = row_columns(query)
-    n_bounds = len(columns) - len(query.aggregations)
-    types: list[TypeInformation] = [bound_types[c] for c in columns[:n_bounds]]
+    """The :class:`OutputLayout` and the declared ``Types.ROW_NAMED`` of the output: the
+    columns of :func:`adapters.engine.rows.output_columns` with the input's types."""
+    fields = row_fields(input_type)
+    value_field = names.value
+    event = fields if value_field is None else row_fields((fields or {}).get(value_field))
+    value_type = (plain_type(input_type) if value_field is None
+                  else (fields or {}).get(value_field))
+    time_fields = {n: k for n, t in (event or {}).items() if (k := time_kind(t)) is not None}
+    columns = output_columns(
+        query, key_names=[names.key if isinstance(names.key, str) else "key"],
+        time_name=names.time if isinstance(names.time, str) else "time",
+        event_fields=None if event is None else list(event))
+    time_type, kind = names.time_type(fields)
+    source_types = {"window": Types.INT(), "key": key_type, "start": time_type,
+                    "end": time_type, "time": time_type,
+                    "event": value_type if value_type is not None and event is None
+                    else Types.PICKLED_BYTE_ARRAY()}
+    aggs = {a.name: a for a in query.aggregations}
+    types: list[TypeInformation] = []
     converters: dict[str, str] = {}
-    for spec in query.aggregations:
-        t = aggregate_type(spec, fields, row_type if value_field is None else None,
-                           output_types)
+    for name, (source, ref) in zip(columns.names, columns.sources):
+        if source == "agg":
+            t, how = _aggregate_column(aggs[ref], event or {},
+                                       value_type if value_field is None else None,
+                                       output_types)
+        elif source == "field":
+            t, how = (event or {})[ref], _time_converter(time_fields.get(ref))
+        else:
+            t = source_types[source]
+            how = _time_converter(kind) if source in ("start", "end", "time") else None
         types.append(t)
-        declared = declared_output(spec)
-        if isinstance(declared, StructOf) and isinstance(t, RowTypeInfo):
-            converters[spec.name] = "pair"
-        elif declared == BINARY:
-            converters[spec.name] = "bytes"
-        elif t is row_type and row_type is not None:
-            converters[spec.name] = "row"
-        elif (kind := time_kind(t)) is not None:
-            converters[spec.name] = f"time:{kind}"
-    layout = OutputLayout(columns=tuple(columns), value_field=value_field,
-                          input_fields=names,
-                          time_fields=time_fields if value_field is None else {},
+        if how is not None:
+            converters[name] = how
+    layout = OutputLayout(columns=columns, value_field=value_field,
+                          input_fields=None if fields is None else tuple(fields),
+                          event_fields=None if event is None else tuple(event),
+                          time_fields=time_fields,
                           converters=converters)
-    return layout, Types.ROW_NAMED(list(columns), types)
+    return layout, Types.ROW_NAMED(list(columns.names), types)
+
+
+def _time_converter(kind: str | None) -> str | None:
+    return None if kind is None else f"time:{kind}"
+
+
+def _aggregate_column(spec: AggSpec, event: Mapping[str, TypeInformation],
+                      row_type: TypeInformation | None,
+                      output_types: Mapping[str, TypeInformation]
+                      ) -> tuple[TypeInformation, str | None]:
+    """An aggregate column's Flink type (:func:`aggregate_type`; ``event``: the event's
+    field types, ``row_type``: the whole input row's type, when the event is that row) and
+    its converter."""
+    t = aggregate_type(spec, event, row_type, output_types)
+    declared = declared_output(spec)
+    if isinstance(declared, StructOf) and isinstance(t, RowTypeInfo):
+        return t, "pair"
+    if declared == BINARY:
+        return t, "bytes"
+    if row_type is not None and t is row_type:
+        return t, "row"
+    return t, _time_converter(time_kind(t))
 
 
 def key_type_of(key: str | Callable[[Any], Any], input_type: TypeInformation | None,
@@ -258,5 +325,5 @@ def key_type_of(key: str | Callable[[Any], Any], input_type: TypeInformation | N
     return Types.PICKLED_BYTE_ARRAY()
 
 
-__all__ = ["OutputLayout", "aggregate_type", "from_ms", "key_type_of", "layout_and_type",
-           "plain_type", "time_kind"]
+__all__ = ["OutputLayout", "StreamNames", "aggregate_type", "from_ms", "key_type_of",
+           "layout_and_type", "plain_type", "row_fields", "time_kind"]

@@ -18,8 +18,9 @@ from pyflink.datastream import DataStream, OutputTag
 from adapters import BadEventError, WindowDriver, parse_query
 from adapters.query.windows import duration_ms, query_of_call
 
-from . import _time
-from ._types import OutputLayout, key_type_of, layout_and_type
+from . import _time, java_errors
+from ._checks import check_stream
+from ._types import OutputLayout, StreamNames, key_type_of, layout_and_type
 from .function import SwagProcessFunction
 
 #: Name of the late-events side output.
@@ -114,7 +115,8 @@ def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
                       key_type: TypeInformation | None = None,
                       output_types: Mapping[str, TypeInformation] | None = None,
                       max_cached_keys: int | None = None, with_late_output: bool = False,
-                      name: str = "swag", nulls: str = "skip", layout: str = "memory") -> Any:
+                      name: str = "swag", nulls: str = "skip", layout: str = "memory",
+                      times_in_ms: bool = False) -> Any:
     """Exact window aggregates per key over a ``DataStream`` (``docs/flink.md``).
 
     Args:
@@ -144,17 +146,46 @@ def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
             ``"error"``: such a value is bad input (``BadEventError``).
         layout: where a key's per-event window structure lives: ``"memory"`` (default),
             ``"kvs"`` (the ``swag_pairs`` ``MapState``) or ``"auto"``.
+        times_in_ms: give the window bounds and the time column as integer ms (``LONG``)
+            even when the ``time`` field is a declared timestamp.
 
     Returns:
-        A ``DataStream`` of ``Row`` (``window, key, start, end``; per-event windows ``window,
-        key, time, event``; then the aggregates; times in ms), each window once, when final.
+        A ``DataStream`` of ``Row`` of a declared ``Types.ROW_NAMED``, each window once, when
+        final; the columns every engine gives (``docs/adapters.md``, "Output rows"): one
+        ``[start, end)`` spec: ``<key>, window_start, window_end, <aggregations>``; one
+        ``over`` spec: the input row's fields, then the aggregations; several specs:
+        ``window`` (the spec's index), ``<key>, window_start, window_end``, the time and
+        the other fields when a spec is ``over``, the aggregations. ``<key>`` is the
+        ``key`` field's name (``"key"`` for a key function), the time column the ``time``
+        field's (``"time"`` otherwise); window bounds and times are integer ms, or the
+        ``time`` field's type when it is a declared timestamp.
+
+    Raises:
+        QuerySpecError, TypeError: when the query is malformed or the stream's declared
+            type shows it cannot be read (a missing key, time, value or aggregated field,
+            a time field that is not an integer or a timestamp, ``key``/``time`` field
+            names on a stream without a row type), before any job runs.
     """
     query, parsed = _checked_query(window, windows, aggregations, allowed_lateness, nulls,
                                    layout, algorithm, time)
+    return _aggregate(stream, query, parsed, StreamNames(key, time, value, times_in_ms),
+                      watermark, algorithm, key_type, output_types, max_cached_keys,
+                      with_late_output, name)
+
+
+def _aggregate(stream: DataStream, query: dict[str, Any], parsed: Any, names: StreamNames,
+               watermark: Any, algorithm: str | None, key_type: TypeInformation | None,
+               output_types: Mapping[str, TypeInformation] | None,
+               max_cached_keys: int | None, with_late_output: bool, name: str) -> Any:
+    """:func:`sliding_aggregate` once its query is validated: the stream's type is checked
+    against ``names`` and the query, then the job graph is built."""
     input_type = stream.get_type()
+    check_stream(parsed, names, input_type)
+    java_errors.install()
+    key, time = names.key, names.time
     ktype = key_type_of(key, input_type, key_type)
-    rows_layout, out_type = layout_and_type(parsed, query["aggregations"], ktype, input_type,
-                                            value, dict(output_types or {}))
+    rows_layout, out_type = layout_and_type(parsed, ktype, input_type, names,
+                                            dict(output_types or {}))
     # a late tag only when the late stream is read (thread mode: function.py)
     fn = SwagProcessFunction(query, rows_layout, LATE_TAG_NAME if with_late_output else None,
                              time=time, algorithm=algorithm, max_cached_keys=max_cached_keys)

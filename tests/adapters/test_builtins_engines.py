@@ -75,7 +75,7 @@ def test_flink_types(doubled_max: None) -> None:
     pytest.importorskip("pyflink")
     from pyflink.common import Types
 
-    from flink_adapter._types import aggregate_type, layout_and_type
+    from flink_adapter._types import StreamNames, aggregate_type, layout_and_type
 
     fields = {"i": Types.INT(), "f": Types.FLOAT(), "s": Types.STRING()}
     row = Types.ROW_NAMED(list(fields), list(fields.values()))
@@ -91,5 +91,5 @@ def test_flink_types(doubled_max: None) -> None:
                          "aggregations": {"p": {"fn": "maxcount", "field": "f"},
                                           "b": {"fn": "bloom", "field": "s"},
                                           "e": {"fn": "argmax", "field": "i"}}})
-    layout, _ = layout_and_type(query, {}, Types.STRING(), row, None, {})
+    layout, _ = layout_and_type(query, Types.STRING(), row, StreamNames("key"), {})
     assert layout.converters == {"p": "pair", "b": "bytes", "e": "row"}

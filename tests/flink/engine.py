@@ -34,6 +34,7 @@ from pyflink.common import Row, Types
 from pyflink.datastream import StreamExecutionEnvironment
 
 from adapters import END_OF_INPUT, WindowDriver
+from adapters.engine.rows import OutputColumns
 from flink_adapter import LATE_TAG_NAME
 from flink_adapter._types import OutputLayout
 from flink_adapter.function import SwagProcessFunction
@@ -76,7 +77,7 @@ class CorpusFunction(SwagProcessFunction):
 
     def __init__(self, queries: list[dict[str, Any]], markers: bool,
                  expect_errors: list[dict[str, Any] | None] | None = None) -> None:
-        super().__init__(queries[0], DictLayout(columns=(), value_field="value",
+        super().__init__(queries[0], DictLayout(columns=OutputColumns((), ()), value_field="value",
                                                 input_fields=tuple(INPUT.get_field_names())),
                          LATE_TAG_NAME, time="time")
         self._queries = queries

