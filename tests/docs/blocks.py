@@ -9,7 +9,9 @@ fence (invisible on the rendered page):
 
   - ``given: NAME``: run the set-up :data:`GIVEN` ``[(ENV, NAME)]`` first, for a short
     example that uses a name its text describes (the README's ``flights``);
-  - ``any order``: its printed lines may come in any order (Beam, Flink rows).
+  - ``any order``: its printed lines may come in any order (Beam, Flink rows);
+  - ``continued``: it runs in the namespace the page's block above left (which must have
+    run first, in the same process), for a page that builds one example in steps.
 
 * ``<!-- no-run: WHY -->``: not run; ``WHY`` says why (a listing, a sketch, a template).
 
@@ -77,6 +79,8 @@ flights = local_environment().from_collection(
 _FENCE = re.compile(r"^```(\S*)\s*$")
 _MARKER = re.compile(r"^<!--\s*(run|no-run):\s*(.*?)\s*-->$")
 _CHECK = "# ->"
+#: the namespace each block that ran left, for the blocks that continue it
+_namespaces: dict[str, dict[str, object]] = {}
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,7 @@ class Block:
     env: str | None = None         # None: not run (see ``reason``) or no marker (``problem``)
     given: str | None = None
     any_order: bool = False
+    continued: str | None = None   # ``continued``: the block above, whose namespace it uses
     reason: str = ""               # why a no-run block is not run
     output: str | None = None      # the untagged block right after it: what it prints
     problem: str = ""              # what is wrong with its marker
@@ -131,6 +136,7 @@ def _page_blocks(path: Path) -> Iterator[Block]:
     lines = path.read_text().splitlines()
     fences = list(_fences(lines))
     name = str(path.relative_to(ROOT))
+    above = None
     for index, (info, start, end) in enumerate(fences):
         if info != "python":
             continue
@@ -141,8 +147,10 @@ def _page_blocks(path: Path) -> Iterator[Block]:
             if next_info in ("", "text") and not any(text.strip() for text in between):
                 output = "\n".join(lines[next_start + 1:next_end])
         before = [text.strip() for text in lines[:start] if text.strip()]
-        yield _with_marker(Block(name, start + 2, "\n".join(lines[start + 1:end]),
-                                 output=output), before[-1] if before else "")
+        block = _with_marker(Block(name, start + 2, "\n".join(lines[start + 1:end]),
+                                   output=output, continued=above), before[-1] if before else "")
+        above = str(block)
+        yield block
 
 
 def _with_marker(block: Block, marker_line: str) -> Block:
@@ -152,19 +160,22 @@ def _with_marker(block: Block, marker_line: str) -> Block:
                                        "before it")
     kind, text = marker.groups()
     if kind == "no-run":
-        return _replace(block, reason=text, problem="" if text else "no-run without a reason")
+        return _replace(block, reason=text, continued=None,
+                        problem="" if text else "no-run without a reason")
     env, *options = [part.strip() for part in text.split(",")]
     if env not in ENVS:
         return _replace(block, problem=f"unknown environment {env!r} (one of {ENVS})")
-    given, any_order = None, False
+    given, any_order, continued = None, False, None
     for option in options:
         if option == "any order":
             any_order = True
+        elif option == "continued" and block.continued:
+            continued = block.continued
         elif option.startswith("given:") and (env, option[6:].strip()) in GIVEN:
             given = option[6:].strip()
         else:
             return _replace(block, problem=f"unknown option {option!r}")
-    return _replace(block, env=env, given=given, any_order=any_order)
+    return _replace(block, env=env, given=given, any_order=any_order, continued=continued)
 
 
 def _replace(block: Block, **changes: object) -> Block:
@@ -240,13 +251,17 @@ def run(block: Block) -> str:
     ``AssertionError`` naming what differs from the page. Returns what it printed."""
     checks = _Checks(expected_values(block.code, block.line))
     code = compile(_instrumented(block, checks), block.path, "exec")
-    namespace = {"__name__": "__main__", "__check__": checks}
+    if block.continued and block.continued not in _namespaces:
+        raise AssertionError(f"{block}: continues {block.continued}, which did not run")
+    namespace = dict(_namespaces.get(block.continued or "", {"__name__": "__main__"}))
+    namespace["__check__"] = checks
     printed = io.StringIO()
     if block.given:
         exec(compile(GIVEN[block.env or "", block.given], f"<given {block.given}>", "exec"),
              namespace)
     with contextlib.redirect_stdout(printed):
         exec(code, namespace)
+    _namespaces[str(block)] = namespace
     problems = list(checks.failures)
     if block.output is not None and not _same_output(printed.getvalue(), block):
         problems.append(f"it printed:\n{printed.getvalue()}\nthe page shows:\n{block.output}")

@@ -69,3 +69,17 @@ def test_ellipsis_matches_anything() -> None:
     assert blocks.matches("Row(a=1, b=2)\nRow(a=3)", "Row(a=1, ...)\n...")
     assert not blocks.matches("Row(a=1)", "Row(a=2...)")
     assert blocks.matches("[1,\n 2]", "[1, 2]", collapse=True)
+
+
+def test_a_continued_block_sees_the_block_above(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    first, second, third = page(tmp_path, "<!-- run: core -->\n```python\nx = 41\n```\n"
+                                          "<!-- run: core, continued -->\n```python\n"
+                                          "x + 1  # -> 42\n```\n"
+                                          "<!-- run: core -->\n```python\nx\n```\n")
+    assert second.continued == str(first) and third.continued is None
+    blocks.run(first)
+    blocks.run(second)
+    with pytest.raises(NameError):
+        blocks.run(third)
