@@ -51,14 +51,9 @@ ENVS = ("core", "spark", "spark-connect", "beam", "flink")
 #: set-ups a block names with ``given: NAME``; each one's text says what the page calls it
 GIVEN = {
     ("spark", "flights"): '''
-from datetime import datetime
 from spark_adapter import local_session
-_spark = local_session()
-_spark.createDataFrame(
-    [("JFK", datetime(2013, 1, 1, 5, 40), 2, 1545), ("JFK", datetime(2013, 1, 1, 5, 52), 33, 1714),
-     ("LGA", datetime(2013, 1, 1, 6, 0), -4, 1141)],
-    "origin string, dep_ts timestamp, dep_delay long, flight long").write.parquet("flights")
-flights = _spark.readStream.schema(_spark.read.parquet("flights").schema).parquet("flights")
+flights = local_session().readStream.format("rate").load().selectExpr(
+    "'JFK' AS origin", "timestamp AS dep_ts", "value AS dep_delay", "value AS flight")
 ''',
     ("beam", "flights"): '''
 import apache_beam as beam
@@ -171,8 +166,10 @@ def _with_marker(block: Block, marker_line: str) -> Block:
             any_order = True
         elif option == "continued" and block.continued:
             continued = block.continued
-        elif option.startswith("given:") and (env, option[6:].strip()) in GIVEN:
+        elif option.startswith("given:"):
             given = option[6:].strip()
+            if (env, given) not in GIVEN:
+                return _replace(block, problem=f"no set-up GIVEN[{(env, given)!r}]")
         else:
             return _replace(block, problem=f"unknown option {option!r}")
     return _replace(block, env=env, given=given, any_order=any_order, continued=continued)
