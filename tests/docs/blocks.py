@@ -130,7 +130,7 @@ def _fences(lines: list[str]) -> Iterator[tuple[str, int, int]]:
 def _page_blocks(path: Path) -> Iterator[Block]:
     lines = path.read_text().splitlines()
     fences = list(_fences(lines))
-    name = str(path.relative_to(ROOT))
+    name = str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
     above = None
     for index, (info, start, end) in enumerate(fences):
         if info != "python":

@@ -14,12 +14,10 @@ def test_every_block_declares_how_it_runs() -> None:
 
 
 def page(tmp_path: Path, text: str) -> list[blocks.Block]:
-    path = blocks.ROOT / "docs" / f".test_{tmp_path.name}.md"
+    """The blocks of a page holding ``text``."""
+    path = tmp_path / "page.md"
     path.write_text(text)
-    try:
-        return blocks.read_blocks([path])
-    finally:
-        path.unlink()
+    return blocks.read_blocks([path])
 
 
 def test_markers_are_read(tmp_path: Path) -> None:
