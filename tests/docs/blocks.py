@@ -41,7 +41,7 @@ import io
 import re
 import tokenize
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,15 +151,15 @@ def _page_blocks(path: Path) -> Iterator[Block]:
 def _with_marker(block: Block, marker_line: str) -> Block:
     marker = _MARKER.match(marker_line)
     if not marker:
-        return _replace(block, problem="no <!-- run: ENV --> or <!-- no-run: WHY --> line "
+        return replace(block, problem="no <!-- run: ENV --> or <!-- no-run: WHY --> line "
                                        "before it")
     kind, text = marker.groups()
     if kind == "no-run":
-        return _replace(block, reason=text, continued=None,
+        return replace(block, reason=text, continued=None,
                         problem="" if text else "no-run without a reason")
     env, *options = [part.strip() for part in text.split(",")]
     if env not in ENVS:
-        return _replace(block, problem=f"unknown environment {env!r} (one of {ENVS})")
+        return replace(block, problem=f"unknown environment {env!r} (one of {ENVS})")
     given, any_order, continued = None, False, None
     for option in options:
         if option == "any order":
@@ -169,14 +169,10 @@ def _with_marker(block: Block, marker_line: str) -> Block:
         elif option.startswith("given:"):
             given = option[6:].strip()
             if (env, given) not in GIVEN:
-                return _replace(block, problem=f"no set-up GIVEN[{(env, given)!r}]")
+                return replace(block, problem=f"no set-up GIVEN[{(env, given)!r}]")
         else:
-            return _replace(block, problem=f"unknown option {option!r}")
-    return _replace(block, env=env, given=given, any_order=any_order, continued=continued)
-
-
-def _replace(block: Block, **changes: object) -> Block:
-    return Block(**{**block.__dict__, **changes})
+            return replace(block, problem=f"unknown option {option!r}")
+    return replace(block, env=env, given=given, any_order=any_order, continued=continued)
 
 
 @dataclass
