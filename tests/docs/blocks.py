@@ -30,7 +30,8 @@ silently left untested.
 
 Each block runs in a fresh namespace (``__name__ == "__main__"``), in the directory the test
 gives it (an empty temporary one), in the test's process: blocks of one environment share
-its sessions (one Spark session, one Flink JVM).
+its sessions (one Spark session, one Flink JVM). A JVM keeps the working directory it started
+in, so a block that has an engine read or write files gives it absolute paths.
 """
 
 from __future__ import annotations
