@@ -104,7 +104,8 @@ def doc_files() -> list[Path]:
 
 
 def read_blocks(paths: list[Path] | None = None) -> list[Block]:
-    """Every ```python block of ``paths`` (default :func:`doc_files`), in page order."""
+    """Every ```python block of ``paths`` (default :func:`doc_files`), in page order (and
+    every ```py..., whose tag is a problem: it would escape the tests)."""
     return [block for path in (paths or doc_files()) for block in _page_blocks(path)]
 
 
@@ -134,7 +135,7 @@ def _page_blocks(path: Path) -> Iterator[Block]:
     name = str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
     above = None
     for index, (info, start, end) in enumerate(fences):
-        if info != "python":
+        if not info.startswith("py"):
             continue
         output = None
         if index + 1 < len(fences):
@@ -145,6 +146,8 @@ def _page_blocks(path: Path) -> Iterator[Block]:
         before = [text.strip() for text in lines[:start] if text.strip()]
         block = _with_marker(Block(name, start + 2, "\n".join(lines[start + 1:end]),
                                    output=output, continued=above), before[-1] if before else "")
+        if info != "python":
+            block = replace(block, env=None, problem=f"tagged ```{info}: tag Python ```python")
         above = str(block)
         yield block
 

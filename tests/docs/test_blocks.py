@@ -25,10 +25,12 @@ def test_markers_are_read(tmp_path: Path) -> None:
                            "<!-- no-run: a listing -->\n```python\ny\n```\n"
                            "text\n```python\nz\n```\n"
                            "<!-- no-run: -->\n```python\nz\n```\n"
-                           "<!-- run: cobol -->\n```python\nz\n```\n")
+                           "<!-- run: cobol -->\n```python\nz\n```\n"
+                           "<!-- run: core -->\n```py\nz\n```\n```bash\nls\n```\n")
     assert [(b.env, b.any_order, b.reason, bool(b.problem)) for b in found] == [
         ("beam", True, "", False), (None, False, "a listing", False),
-        (None, False, "", True), (None, False, "", True), (None, False, "", True)]
+        (None, False, "", True), (None, False, "", True), (None, False, "", True),
+        (None, False, "", True)]
     assert found[0].line == 3
 
 
