@@ -49,8 +49,13 @@ test: lint
 	$(MAKE) -j 4 --output-sync=target test-core test-spark test-beam test-flink \
 		test-spark-connect test-wheel
 
+# The code blocks of README.md and docs/*.md (tests/docs/blocks.py): each target runs its
+# engine's, serially (a block may continue the one above it). Spark, Spark Connect and Flink
+# run them after their suite in its process (one JVM, one session); core and Beam in a
+# process of their own (a block registers a built-in aggregation; the suite runs on -n 2).
 test-core: $(VENVS)/core/.installed
 	$(VENVS)/core/bin/python -m pytest $(ENGINE_SUITES) $(PYTEST_FLAGS)
+	$(VENVS)/core/bin/python -m pytest tests/docs/test_blocks.py tests/docs/test_core_blocks.py
 
 # The engine-free tests that can see the engine environment's own numpy, pandas or pyarrow
 # (`pinned` above), in the quick hypothesis profile, then the engine's own tests
@@ -58,23 +63,24 @@ test-core: $(VENVS)/core/.installed
 # standalone cluster it starts).
 test-spark: check-java $(VENVS)/core/.installed $(VENVS)/spark/.installed
 	@$(call pinned,spark)
-	$(VENVS)/spark/bin/python -m pytest tests/spark
+	$(VENVS)/spark/bin/python -m pytest tests/spark tests/docs/test_spark_blocks.py
 
 # The adapter through Spark Connect (PySpark's in-process Connect server): its own process,
 # since a process that opened a Connect session makes every later session a Connect one
 # (measured alone on the shared 2-core machine: 4.5 min, 3.2 of them the streaming corpus).
 test-spark-connect: check-java $(VENVS)/spark/.installed
-	$(VENVS)/spark/bin/python -m pytest tests/spark_connect
+	$(VENVS)/spark/bin/python -m pytest tests/spark_connect tests/docs/test_spark_connect_blocks.py
 
 test-beam: $(VENVS)/core/.installed $(VENVS)/beam/.installed
 	@$(call pinned,beam)
 	$(VENVS)/beam/bin/python -m pytest tests/beam $(PYTEST_FLAGS)
+	$(VENVS)/beam/bin/python -m pytest tests/docs/test_beam_blocks.py
 
 # Flink: one job per conformance mode (a PyFlink job costs ~15-20 s), serially: the jobs
 # share one JVM per pytest process.
 test-flink: check-java $(VENVS)/core/.installed $(VENVS)/flink/.installed
 	@$(call pinned,flink)
-	$(VENVS)/flink/bin/python -m pytest tests/flink -p no:warnings
+	$(VENVS)/flink/bin/python -m pytest tests/flink tests/docs/test_flink_blocks.py -p no:warnings
 
 # The wheel as users install it, one fresh environment per extra (scripts/wheel_smoke.sh;
 # measured alone, pip's cache warm: 4.3 min, of which Spark 80 s, Beam 65 s, Flink 101 s).
