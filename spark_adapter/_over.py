@@ -22,7 +22,18 @@ import numpy as np
 from adapters import WindowDriver
 from adapters.engine.over_kernel import KernelColumn
 
-from ._names import KEY_OUT, ORDER_IN, TIME_IN, TYPED_AGG_OUT, TYPED_EVENT_OUT, VALUE_IN
+from ._names import (
+    END_OUT,
+    KEY_OUT,
+    ORDER_IN,
+    START_OUT,
+    TIME_IN,
+    TIME_OUT,
+    TYPED_AGG_OUT,
+    TYPED_EVENT_OUT,
+    VALUE_IN,
+    WINDOW_OUT,
+)
 from ._runtime import Plan
 
 
@@ -88,11 +99,11 @@ def _output(plan: Plan, over: Any, schema: Any, key: Any, table: Any, order: Any
     arrays = []
     for f in schema:
         name = f.name
-        if name == "_swag_w":
+        if name == WINDOW_OUT:
             arr = pa.array(np.full(n, over.window, np.int32))
-        elif name in ("_swag_start", "_swag_end"):
+        elif name in (START_OUT, END_OUT):
             arr = pa.nulls(n, f.type)
-        elif name == "_swag_time":
+        elif name == TIME_OUT:
             arr = pa.array(times)
         elif name.startswith(KEY_OUT):
             part = key if name == KEY_OUT or len(plan.key_names) == 1 else \

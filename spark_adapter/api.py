@@ -43,16 +43,20 @@ from ._batch import make_batch_function
 from ._buckets import BUCKET_IN, make_bucket_processor
 from ._names import (
     AGGS_OUT,
+    END_OUT,
     EVENT_OUT,
     KEY_IN,
     KEY_OUT,
     LATE,
     ORDER_IN,
+    START_OUT,
     TIME_IN,
+    TIME_OUT,
     TYPED_AGG_OUT,
     TYPED_EVENT_OUT,
     VALUE_IN,
     WIDE_SCHEMA,
+    WINDOW_OUT,
 )
 from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer, make_unpacker
 from ._presliced import SlicePlan, slice_kinds
@@ -193,10 +197,10 @@ def _sources(wide: DataFrame, call: _Call) -> tuple[DataFrame, dict[tuple[str, s
     typed_aggs = [n for n, _ in typed.aggs] if typed is not None else []
     sources.update({("agg", n): T.restore(field(typed_aggs, TYPED_AGG_OUT, "_swag_ap", n), t)
                     for n, t in call.agg_types.items()})
-    window = F.col("_swag_w")
+    window = F.col(WINDOW_OUT)
     sources[("window", "")] = F.when(window >= 0, window)
-    for name, kind in (("_swag_time", "time"), ("_swag_start", "start"),
-                       ("_swag_end", "end")):
+    for name, kind in ((TIME_OUT, "time"), (START_OUT, "start"),
+                       (END_OUT, "end")):
         sources[(kind, "")] = _restore_time(F.col(name), call.time_type)
     return parsed, sources
 
@@ -328,8 +332,8 @@ def _observed(wide: DataFrame, metric: str | Observation | None, streaming: bool
     """``wide`` observed as ``metric`` (late events and rows), where there is one."""
     if isinstance(metric, Observation) or (metric is not None and streaming):
         wide = wide.observe(metric,
-                            F.count(F.when(F.col("_swag_w") == LATE, 1)).alias("late_events"),
-                            F.count(F.when(F.col("_swag_w") >= 0, 1)).alias("rows"))
+                            F.count(F.when(F.col(WINDOW_OUT) == LATE, 1)).alias("late_events"),
+                            F.count(F.when(F.col(WINDOW_OUT) >= 0, 1)).alias("rows"))
     return wide
 
 
@@ -704,14 +708,14 @@ def _results(wide: DataFrame, call: _Call, late_rows: str
     parsed, sources = _sources(wide, call)
     output = [sources[s].alias(n) for n, s in zip(call.output.names, call.output.sources)]
     if late_rows == "include":
-        return parsed.select(*output, (F.col("_swag_w") == LATE).alias("late"))
-    results = parsed.where(F.col("_swag_w") >= 0).select(*output)
+        return parsed.select(*output, (F.col(WINDOW_OUT) == LATE).alias("late"))
+    results = parsed.where(F.col(WINDOW_OUT) >= 0).select(*output)
     if late_rows == "drop":
         return results
     plan = call.plan
     late = [sources[_input_source(c, plan.key_names, plan.time_name)].alias(c)
             for c in call.columns]
-    return results, parsed.where(F.col("_swag_w") == LATE).select(*late)
+    return results, parsed.where(F.col(WINDOW_OUT) == LATE).select(*late)
 
 
 def _input_source(column: str, key_names: Sequence[str], time: str) -> tuple[str, str]:
