@@ -9,6 +9,7 @@ rest. See ``docs/spark.md``.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,14 +27,14 @@ from pyspark.sql.types import (
 )
 
 from adapters import EngineFacts, Query, QueryPlan, WindowDriver
-from adapters.engine.fields import fields_read
+from adapters.engine.fields import shipped_fields
 from adapters.engine.rows import OutputColumns, output_columns
-from adapters.query.specs import AggSpec
+from adapters.query.specs import AggSpec, parse_query
 from adapters.query.windows import (
     count_window,
     duration_ms,
-    normalize_window,
     over,
+    query_of_call,
     sliding,
     tumbling,
 )
@@ -205,25 +206,6 @@ def _sources(wide: DataFrame, call: _Call) -> tuple[DataFrame, dict[tuple[str, s
     return parsed, sources
 
 
-def _value_columns(query: Query, columns: Mapping[str, DataType], key_names: Sequence[str],
-                   time: str, late_rows: str) -> tuple[list[str], list[str]]:
-    """``(event columns, value columns)``: the event columns are the input columns other
-    than the key and time that the call needs (every one when events are returned, or when
-    the driver needs whole values: :func:`adapters.engine.fields.fields_read`; else the ones
-    it reads); the value columns, which travel to the driver in each event's value, are
-    these plus the key and time columns that the driver reads (its events carry only the
-    time and the value)."""
-    read, whole = fields_read(query)
-    candidates = [c for c in columns if c not in key_names and c != time]
-    also = [c for c in columns if c in read and (c in key_names or c == time)]
-    if whole or late_rows != "drop":
-        return candidates, candidates + also
-    for name in sorted(read):
-        _need(columns, name, "aggregated")
-    events = [c for c in candidates if c in read]
-    return events, events + also
-
-
 def _aggregate_type(spec: AggSpec, raw: Any, value_types: Mapping[str, DataType],
                     event_names: Sequence[str], output_types: Mapping[str, Any]) -> DataType:
     """:func:`spark_adapter._types.aggregate_type`, except that a whole-row argmin/argmax
@@ -337,7 +319,28 @@ def _observed(wide: DataFrame, metric: str | Observation | None, streaming: bool
     return wide
 
 
-_ARGUMENTS = """
+def sliding_aggregate(
+    df: DataFrame,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    window: Any,
+    aggregations: Mapping[str, Any],
+    watermark: Any = None,
+    allowed_lateness: Any = 0,
+    algorithm: str = "auto",
+    late_rows: str = "drop",
+    order_by: str | None = None,
+    output_types: Mapping[str, Any] | None = None,
+    metric: str | Observation | None = METRIC,
+    max_cached_keys: int | None = 100_000,
+    presliced: bool | None = None,
+    nulls: str = "skip",
+    key_buckets: int | None = KEY_BUCKETS,
+    layout: str = "memory",
+) -> DataFrame | tuple[DataFrame, DataFrame]:
+    """Exact window aggregates per key, on a streaming or a batch DataFrame.
+
     Args:
         df: input rows; streaming (``df.isStreaming``) or batch.
         key: the key column (or columns).
@@ -384,13 +387,9 @@ _ARGUMENTS = """
             bucket (part of the checkpoint, ``docs/spark.md``, "State"); ``None``: one call
             per key (checkpoints written before ``key_buckets`` existed need it).
         layout: where a key's over-window structures live (``Query.layout``: ``"memory"``,
-            ``"kvs"``, ``"auto"``); the KVS layout needs streaming with ``key_buckets=None``.
-            Default ``"memory"``: the KVS layout pays off for large windows (one key,
-            2^22 entries: 275 vs 1,563 MB of worker memory, 1.28x the events/s; 2^16:
-            0.89x; ``docs/benchmarks.md``).
-"""
+            ``"kvs"``, ``"auto"``); the KVS layout needs streaming with ``key_buckets=None``
+            and pays off for large windows (``docs/spark.md``).
 
-_RETURNS = """
     Returns:
         The rows in the columns every engine gives (``docs/adapters.md``, "Output rows"):
         one ``[start, end)`` spec: ``key..., window_start, window_end, <aggregations>``; one
@@ -402,29 +401,7 @@ _RETURNS = """
 
     Streaming queries must be written in ``append`` output mode and need the RocksDB state
     store provider; restarts from the checkpoint resume exactly.
-"""
-
-
-def sliding_aggregate(
-    df: DataFrame,
-    *,
-    key: str | Sequence[str],
-    time: str,
-    window: Any,
-    aggregations: Mapping[str, Any],
-    watermark: Any = None,
-    allowed_lateness: Any = 0,
-    algorithm: str = "auto",
-    late_rows: str = "drop",
-    order_by: str | None = None,
-    output_types: Mapping[str, Any] | None = None,
-    metric: str | Observation | None = METRIC,
-    max_cached_keys: int | None = 100_000,
-    presliced: bool | None = None,
-    nulls: str = "skip",
-    key_buckets: int | None = KEY_BUCKETS,
-    layout: str = "memory",
-) -> DataFrame | tuple[DataFrame, DataFrame]:
+    """
     call = _prepare(df, key, time, window, aggregations, watermark, allowed_lateness,
                     algorithm, late_rows, order_by, output_types, max_cached_keys, presliced,
                     nulls, key_buckets, layout)
@@ -433,44 +410,22 @@ def sliding_aggregate(
     return _results(wide, call, late_rows)
 
 
-sliding_aggregate.__doc__ = ("""Exact window aggregates per key, on a streaming or a batch
-    DataFrame.
-""" + _ARGUMENTS + _RETURNS)
-
-
-def explain(
-    df: DataFrame,
-    *,
-    key: str | Sequence[str],
-    time: str,
-    window: Any,
-    aggregations: Mapping[str, Any],
-    watermark: Any = None,
-    allowed_lateness: Any = 0,
-    algorithm: str = "auto",
-    late_rows: str = "drop",
-    order_by: str | None = None,
-    output_types: Mapping[str, Any] | None = None,
-    metric: str | Observation | None = METRIC,
-    max_cached_keys: int | None = 100_000,
-    presliced: bool | None = None,
-    nulls: str = "skip",
-    key_buckets: int | None = KEY_BUCKETS,
-    layout: str = "memory",
-) -> QueryPlan:
-    call = _prepare(df, key, time, window, aggregations, watermark, allowed_lateness,
-                    algorithm, late_rows, order_by, output_types, max_cached_keys, presliced,
-                    nulls, key_buckets, layout)
+def explain(df: DataFrame, **arguments: Any) -> QueryPlan:
+    """The path :func:`sliding_aggregate` with the same arguments takes on Spark, and why
+    (:class:`adapters.QueryPlan`: ``print()`` it): pre-sliced or not and how many slice
+    rows, the OVER kernel, the cross-key or per-key runtime, kernels or structures, the
+    state and KVS layout. Nothing runs; the arguments are checked as
+    :func:`sliding_aggregate` checks them (``metric`` is ignored)."""
+    bound = inspect.signature(sliding_aggregate).bind(df, **arguments)
+    bound.apply_defaults()
+    del bound.arguments["metric"]
+    call = _prepare(**bound.arguments)
     assert call.plan.route is not None
     return call.plan.route
 
 
-explain.__doc__ = ("""The path :func:`sliding_aggregate` with the same arguments takes on
-    Spark, and why (:class:`adapters.QueryPlan`: ``print()`` it): pre-sliced or not and how
-    many slice rows, the OVER kernel, the cross-key or per-key runtime, kernels or
-    structures, the state and KVS layout. Nothing runs; the arguments are checked as
-    :func:`sliding_aggregate` checks them (``metric`` is ignored).
-""" + _ARGUMENTS)
+explain.__signature__ = inspect.signature(sliding_aggregate).replace(  # type: ignore[attr-defined]
+    return_annotation=QueryPlan)
 
 
 def _prepare(df: DataFrame, key: str | Sequence[str], time: str, window: Any,
@@ -483,13 +438,12 @@ def _prepare(df: DataFrame, key: str | Sequence[str], time: str, window: Any,
     columns, key_names, time_type = _check_arguments(
         df, key, time, aggregations, watermark, late_rows, order_by)
     _check_key_buckets(key_buckets)
-    specs = [normalize_window(s, f"window[{i}]") for i, s in enumerate(
-        list(window) if isinstance(window, (list, tuple)) else [window])]
-    query = Query.build(specs, dict(aggregations), duration_ms(allowed_lateness,
-                                                               "allowed_lateness"),
-                        None if algorithm in (None, "auto") else algorithm, nulls, layout)
+    spec = query_of_call(None, list(window) if isinstance(window, (list, tuple)) else [window],
+                         aggregations, allowed_lateness, nulls=nulls, layout=layout,
+                         algorithm=None if algorithm in (None, "auto") else algorithm)
+    query = parse_query(spec)
     blocked = _stream_block(df.isStreaming, watermark, late_rows, key_buckets)
-    call = _plan_call(df, query, columns, key_names, time, time_type, aggregations,
+    call = _plan_call(df, query, columns, key_names, time, time_type, spec["aggregations"],
                       output_types, late_rows, order_by, max_cached_keys, presliced, blocked,
                       key_buckets)
     return call
@@ -507,9 +461,6 @@ def _check_arguments(df: DataFrame, key: str | Sequence[str], time: str,
             f"watermark={watermark!r}: a batch DataFrame has no watermark (every window is "
             f"released at the end of input and no event is late); drop the argument, or "
             f"pass a streaming DataFrame")
-    if not isinstance(aggregations, Mapping):
-        raise TypeError(f"aggregations must be a mapping {{output column: spec}}, got "
-                        f"{aggregations!r:.80}")
     columns = _columns(df)
     key_names = (key,) if isinstance(key, str) else tuple(key)
     if not key_names:
@@ -552,7 +503,8 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
     """The workers' :class:`Plan`: which columns travel how, the output types, slicing.
     Typed columns (:class:`Typed`): batch, and the streaming bucket layout's packed
     transport; the per-key layout and pre-sliced streaming keep JSON rows."""
-    event_names, value_names = _value_columns(query, columns, key_names, time, late_rows)
+    event_names, value_names = shipped_fields(query, list(columns), key_names, time,
+                                              every_field=late_rows != "drop")
     value_types = {c: columns[c] for c in value_names}
     out_types = dict(output_types or {})
     raw_aggs = dict(aggregations)
