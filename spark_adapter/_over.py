@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from adapters import WindowDriver
+from adapters.engine.arrow_kernel import arrow_array, kernel_column
 from adapters.engine.over_kernel import KernelColumn
 
 from ._names import (
@@ -55,7 +56,7 @@ def over_table(plan: Plan, over: Any, driver: WindowDriver, schema: Any, key: An
     names = [n for n, _ in plan.typed.values]
     columns: dict[str, KernelColumn] = {}
     for name in over.fields:
-        column = _column(table.column(f"{VALUE_IN}{names.index(name)}"))
+        column = kernel_column(table.column(f"{VALUE_IN}{names.index(name)}"))
         if column is None:
             return None
         columns[name] = column
@@ -63,27 +64,6 @@ def over_table(plan: Plan, over: Any, driver: WindowDriver, schema: Any, key: An
     if found is None:
         return None
     return _output(plan, over, schema, key, table, found.order, found.times, found.values)
-
-
-def _column(col: Any) -> KernelColumn | None:
-    """A field's Arrow column as a kernel column in input order (``None``: not a number
-    column)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if pa.types.is_signed_integer(col.type):
-        kind: Any = np.int64
-    elif pa.types.is_floating(col.type):
-        kind = np.float64
-    else:
-        return None
-    missing = col.is_null()
-    if kind is np.float64:
-        missing = pc.or_(missing, pc.fill_null(pc.is_nan(col), False))
-    data = col.fill_null(0).to_numpy().astype(kind, copy=False)
-    miss = missing.to_numpy(zero_copy_only=False) if col.null_count or \
-        kind is np.float64 else None
-    return KernelColumn(data, miss)
 
 
 def _output(plan: Plan, over: Any, schema: Any, key: Any, table: Any, order: Any,
@@ -114,7 +94,7 @@ def _output(plan: Plan, over: Any, schema: Any, key: Any, table: Any, order: Any
         else:
             assert name.startswith(TYPED_AGG_OUT)
             values = aggs[agg_names[int(name[len(TYPED_AGG_OUT):])]]
-            arr = _agg_array(values, f.type)
+            arr = arrow_array(values, f.type)
             if arr is None:
                 return None
         if arr.type != f.type:
@@ -124,19 +104,3 @@ def _output(plan: Plan, over: Any, schema: Any, key: Any, table: Any, order: Any
                 return None
         arrays.append(arr)
     return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def _agg_array(values: Any, arrow_type: Any) -> Any:
-    """An aggregate's values as an Arrow array of ``arrow_type`` (``None``: they do not fit
-    it, and the driver's path names the column in its error)."""
-    import pyarrow as pa
-
-    data = values.data
-    fits = (data.dtype == np.int64 and pa.types.is_int64(arrow_type)) or (
-        data.dtype == np.float64 and pa.types.is_float64(arrow_type))
-    try:
-        if fits:
-            return pa.array(data, type=arrow_type, mask=values.missing)
-        return pa.array(values.tolist(), type=arrow_type)
-    except (pa.ArrowException, OverflowError, TypeError, ValueError):
-        return None
