@@ -34,6 +34,7 @@ from pyspark.sql.types import (
 )
 
 from adapters import Output, Query, QueryPlan, WindowDriver
+from adapters.engine import columns
 from adapters.engine.columns import (
     AGGS_OUT,
     END_OUT,
@@ -48,13 +49,13 @@ from adapters.engine.columns import (
     VALUE_IN,
     WINDOW_OUT,
     Typed,
-    arrow_values,
     decode_key,
     json_values,
     order_key,
     time_value,
     wide_columns,
 )
+from adapters.engine.columns import arrow_values as arrow_values  # spark_adapter._buckets
 from adapters.engine.segment_log import SegmentLogPairsState, SegmentLogState
 from adapters.engine.timers import rearm
 
@@ -190,16 +191,6 @@ def decode_events(plan: Plan, frames: Any,
     return events
 
 
-def arrow_events(plan: Plan, table: Any,
-                 texts: dict[int, str] | None = None) -> list[tuple[Any, Any]]:
-    """Batch: ``(time, value)`` events from one key's Arrow table (:class:`Typed` columns),
-    in arrival order (or ``swag_o`` order: a stable sort, nulls and NaN last). ``texts`` as
-    in :func:`decode_events` (the texts of the JSON value columns)."""
-    if plan.has_order and table.num_rows > 1:
-        table = table.sort_by([(ORDER_IN, "ascending")])  # stable; nulls last
-    return list(zip(table.column(TIME_IN).to_pylist(), arrow_values(plan, table, texts)))
-
-
 def pandas_frame(cols: dict[str, list[Any]]) -> Any:
     """Streaming: :func:`wide_columns` (JSON layout) as one pandas frame of
     :data:`WIDE_SCHEMA`."""
@@ -252,48 +243,10 @@ def arrow_schema(plan: Plan) -> Any:
                            prefers_large_types=plan.typed.large_var_types)
 
 
-def _column_meaning(plan: Plan, column: str) -> str:
-    """What an output column holds, for error messages."""
-    typed = plan.typed
-    assert typed is not None
-    for prefix, named, what in ((TYPED_AGG_OUT, typed.aggs, "aggregation"),
-                                (TYPED_EVENT_OUT, typed.values, "column")):
-        if column.startswith(prefix) and column[len(prefix):].isdigit():
-            return f"{what} {named[int(column[len(prefix):])][0]!r}"
-    if column.startswith(KEY_OUT) and column[len(KEY_OUT):].isdigit():
-        return f"key column {plan.key_names[int(column[len(KEY_OUT):])]!r}"
-    return f"column {column!r}"
-
-
-def _misfit(values: list[Any], arrow_type: Any) -> Any:
-    """The first of ``values`` that Arrow cannot store as ``arrow_type``."""
-    import pyarrow as pa
-
-    for v in values:
-        try:
-            pa.array([v], type=arrow_type)
-        except (pa.ArrowException, OverflowError, TypeError, ValueError):
-            return v
-    return None
-
-
 def arrow_table(plan: Plan, schema: Any, cols: dict[str, list[Any]]) -> Any:
-    """Batch: :func:`wide_columns` as an Arrow table of ``schema`` (the Arrow form of
-    :func:`batch_schema`). A value that does not fit its column's type (e.g. a custom
-    aggregation's result against ``output_types``, a sum beyond 64 bits) raises
-    :class:`SparkTypeError` naming the column."""
-    import pyarrow as pa
-
-    arrays = []
-    for f in schema:
-        try:
-            arrays.append(pa.array(cols[f.name], type=f.type))
-        except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
-            raise SparkTypeError(
-                f"{_column_meaning(plan, f.name)}: the value {_misfit(cols[f.name], f.type)!r:.80} "
-                f"does not fit its Spark type ({f.type}: {exc}); output_types sets the type of "
-                f"an aggregation") from None
-    return pa.Table.from_arrays(arrays, schema=schema)
+    """Batch: :func:`adapters.engine.columns.arrow_table` of :func:`batch_schema`'s Arrow
+    form, a misfit value raising :class:`SparkTypeError`."""
+    return columns.arrow_table(plan, schema, cols, SparkTypeError)
 
 
 # ----------------------------------------------------------------------------- streaming

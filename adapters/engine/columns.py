@@ -66,6 +66,8 @@ class ColumnPlan(Protocol):
     json_aggs: tuple[str, ...]
     #: the typed columns; ``None``: JSON only (the value is exactly the JSON fields)
     typed: Typed | None
+    #: whether the input has the order-by column ``swag_o``
+    has_order: bool
 
 
 # ----------------------------------------------------------------------------- decoding
@@ -133,6 +135,16 @@ def arrow_values(plan: ColumnPlan, table: Any, texts: dict[int, str] | None = No
     else:  # no value column is read (e.g. only count)
         values = [{} for _ in range(table.num_rows)]
     return values
+
+
+def arrow_events(plan: ColumnPlan, table: Any,
+                 texts: dict[int, str] | None = None) -> list[tuple[Any, Any]]:
+    """``(time, value)`` events from one key's Arrow table (:class:`Typed` columns), in
+    arrival order (or ``swag_o`` order: a stable sort, nulls and NaN last). ``texts`` as in
+    :func:`json_values`."""
+    if plan.has_order and table.num_rows > 1:
+        table = table.sort_by([(ORDER_IN, "ascending")])  # stable; nulls last
+    return list(zip(table.column(TIME_IN).to_pylist(), arrow_values(plan, table, texts)))
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -207,7 +219,51 @@ def _agg_texts(plan: ColumnPlan, rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def arrow_table(plan: ColumnPlan, schema: Any, cols: dict[str, list[Any]],
+                error: type[Exception] = TypeError) -> Any:
+    """:func:`wide_columns` as an Arrow table of ``schema``. A value that does not fit its
+    column's type (e.g. a custom aggregation's result against its declared type, a sum
+    beyond 64 bits) raises ``error`` naming the column."""
+    import pyarrow as pa
+
+    arrays = []
+    for f in schema:
+        try:
+            arrays.append(pa.array(cols[f.name], type=f.type))
+        except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
+            raise error(
+                f"{_column_meaning(plan, f.name)}: the value {_misfit(cols[f.name], f.type)!r:.80} "
+                f"does not fit its type ({f.type}: {exc}); output_types sets the type of an "
+                f"aggregation") from None
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _column_meaning(plan: ColumnPlan, column: str) -> str:
+    """What an output column holds, for error messages."""
+    typed = plan.typed
+    assert typed is not None
+    for prefix, named, what in ((TYPED_AGG_OUT, typed.aggs, "aggregation"),
+                                (TYPED_EVENT_OUT, typed.values, "column")):
+        if column.startswith(prefix) and column[len(prefix):].isdigit():
+            return f"{what} {named[int(column[len(prefix):])][0]!r}"
+    if column.startswith(KEY_OUT) and column[len(KEY_OUT):].isdigit():
+        return f"key column {plan.key_names[int(column[len(KEY_OUT):])]!r}"
+    return f"column {column!r}"
+
+
+def _misfit(values: list[Any], arrow_type: Any) -> Any:
+    """The first of ``values`` that Arrow cannot store as ``arrow_type``."""
+    import pyarrow as pa
+
+    for v in values:
+        try:
+            pa.array([v], type=arrow_type)
+        except (pa.ArrowException, OverflowError, TypeError, ValueError):
+            return v
+    return None
+
+
 __all__ = ["AGGS_OUT", "END_OUT", "EVENT_OUT", "KEY_IN", "KEY_OUT", "LATE", "ORDER_IN",
            "START_OUT", "TIME_IN", "TIME_OUT", "TYPED_AGG_OUT", "TYPED_EVENT_OUT", "VALUE_IN",
-           "WINDOW_OUT", "ColumnPlan", "Typed", "arrow_values", "decode_key", "json_values",
-           "order_key", "time_value", "wide_columns"]
+           "WINDOW_OUT", "ColumnPlan", "Typed", "arrow_events", "arrow_table", "arrow_values",
+           "decode_key", "json_values", "order_key", "time_value", "wide_columns"]
