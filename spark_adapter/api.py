@@ -319,27 +319,7 @@ def _observed(wide: DataFrame, metric: str | Observation | None, streaming: bool
     return wide
 
 
-def sliding_aggregate(
-    df: DataFrame,
-    *,
-    key: str | Sequence[str],
-    time: str,
-    window: Any,
-    aggregations: Mapping[str, Any],
-    watermark: Any = None,
-    allowed_lateness: Any = 0,
-    algorithm: str = "auto",
-    late_rows: str = "drop",
-    order_by: str | None = None,
-    output_types: Mapping[str, Any] | None = None,
-    metric: str | Observation | None = METRIC,
-    max_cached_keys: int | None = 100_000,
-    presliced: bool | None = None,
-    nulls: str = "skip",
-    key_buckets: int | None = KEY_BUCKETS,
-    layout: str = "memory",
-) -> DataFrame | tuple[DataFrame, DataFrame]:
-    """Exact window aggregates per key, on a streaming or a batch DataFrame.
+_SLIDING_AGGREGATE = """Exact window aggregates per key, on a streaming or a batch DataFrame.
 
     Args:
         df: input rows; streaming (``df.isStreaming``) or batch.
@@ -402,12 +382,37 @@ def sliding_aggregate(
     Streaming queries must be written in ``append`` output mode and need the RocksDB state
     store provider; restarts from the checkpoint resume exactly.
     """
+
+
+def sliding_aggregate(
+    df: DataFrame,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    window: Any,
+    aggregations: Mapping[str, Any],
+    watermark: Any = None,
+    allowed_lateness: Any = 0,
+    algorithm: str = "auto",
+    late_rows: str = "drop",
+    order_by: str | None = None,
+    output_types: Mapping[str, Any] | None = None,
+    metric: str | Observation | None = METRIC,
+    max_cached_keys: int | None = 100_000,
+    presliced: bool | None = None,
+    nulls: str = "skip",
+    key_buckets: int | None = KEY_BUCKETS,
+    layout: str = "memory",
+) -> DataFrame | tuple[DataFrame, DataFrame]:
     call = _prepare(df, key, time, window, aggregations, watermark, allowed_lateness,
                     algorithm, late_rows, order_by, output_types, max_cached_keys, presliced,
                     nulls, key_buckets, layout)
     wide = _run(df, call, watermark, order_by, key_buckets)
     wide = _observed(wide, metric, df.isStreaming)
     return _results(wide, call, late_rows)
+
+
+sliding_aggregate.__doc__ = _SLIDING_AGGREGATE
 
 
 def explain(df: DataFrame, **arguments: Any) -> QueryPlan:
