@@ -1,16 +1,16 @@
 """Batch (``applyInArrow``): the grouped function that hands each key's whole input to the
 driver (:meth:`adapters.WindowDriver.finish`, or its OVER kernel through
-:mod:`spark_adapter._over`) and returns its rows as an Arrow table."""
+:mod:`adapters.engine.arrow_kernel`) and returns its rows as an Arrow table."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from adapters.engine.arrow_kernel import over_table
 from adapters.engine.columns import arrow_events, decode_key, wide_columns
 from adapters.engine.gc_pause import gc_paused
 
-from ._over import over_table
 from ._runtime import Plan, arrow_schema, arrow_table, driver_for
 
 
