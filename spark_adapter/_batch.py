@@ -46,7 +46,7 @@ def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
         if plan.slices is None:
             events = arrow_events(plan, table, texts)
         else:
-            events = plan.slices.events(table, dkey, plan.time_name)
+            events = plan.slices.layout.table_events(table, dkey, plan.time_name)
         cols = wide_columns(plan, out_key, driver.finish(dkey, events), texts)
         return empty if cols is None else arrow_table(plan, schema, cols)
 

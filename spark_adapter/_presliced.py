@@ -61,7 +61,6 @@ from adapters.engine.presliced import (
     SliceField,
     SliceLayout,
 )
-from adapters.query.times import parse_time
 
 from ._names import ORDER_IN, TIME_IN
 from ._types import FLOATING, INTEGRAL
@@ -173,16 +172,6 @@ class SlicePlan:
         missing values are skipped."""
         c = F.col(self.transport[f.name])
         return F.when(~F.isnan(c), c) if self.layout.skip and f.floating else c
-
-    def events(self, table: Any, key: Any, time_field: str) -> list[tuple[Any, Any]]:
-        """The driver's events of one key's slice rows (an Arrow table of :meth:`frame`):
-        ``(slice start, {partials})``; raises :class:`BadEventError` as the event path
-        does for null times, null values and NaN."""
-        cols = {name: table.column(name).to_pylist() for name in table.column_names}
-        starts = cols[TIME_IN]
-        if None in starts:
-            parse_time(None, key, time_field)  # raises the event path's error
-        return list(zip(starts, self.layout.values(cols, [key] * len(starts))))
 
 
 def _scaled(c: Column) -> tuple[Column, Column]:
