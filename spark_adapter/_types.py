@@ -20,7 +20,6 @@ This module imports only ``pyspark.sql.types``/``functions`` (no JVM needed to i
 from __future__ import annotations
 
 import base64
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -137,45 +136,15 @@ def _needs_conversion(dt: DataType, floats: bool = False) -> bool:
     return False
 
 
-# ----------------------------------------------------------------------------- JSON fix-ups
-_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _float(x: Any) -> Any:
-    # Spark's to_json writes NaN and the infinities as the strings "NaN", "Infinity".
-    if type(x) is str:
-        return _NON_FINITE.get(x, x)
-    return x
-
-
-def json_fixer(dt: DataType) -> Callable[[Any], Any] | None:
-    """A function repairing what ``json.loads`` makes of Spark's ``to_json`` output for a
-    value of (JSON) type ``dt`` (non-finite floats), or ``None`` if nothing needs repair."""
+def json_shape(dt: DataType) -> Any:
+    """``dt``'s shape as :func:`adapters.engine.columns.json_fixer` reads it (Spark's
+    ``to_json`` writes NaN and the infinities as strings)."""
     if isinstance(dt, FLOATING):
-        return _float
+        return "float"
     if isinstance(dt, ArrayType):
-        inner = json_fixer(dt.elementType)
-        if inner is None:
-            return None
-        f = inner
-
-        def fix_array(x: Any) -> Any:
-            return x if x is None else [f(v) for v in x]
-        return fix_array
+        return ("array", json_shape(dt.elementType))
     if isinstance(dt, StructType):
-        fixers = [(fld.name, json_fixer(fld.dataType)) for fld in dt.fields]
-        todo = [(name, f) for name, f in fixers if f is not None]
-        if not todo:
-            return None
-
-        def fix_struct(x: Any) -> Any:
-            if x is None:
-                return None
-            for name, f in todo:
-                if name in x:
-                    x[name] = f(x[name])
-            return x
-        return fix_struct
+        return ("struct", tuple((f.name, json_shape(f.dataType)) for f in dt.fields))
     return None
 
 

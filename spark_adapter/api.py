@@ -27,6 +27,7 @@ from pyspark.sql.types import (
 )
 
 from adapters import EngineFacts, Query, QueryPlan, WindowDriver
+from adapters.engine.columns import json_fixer
 from adapters.engine.fields import shipped_fields
 from adapters.engine.rows import OutputColumns, output_columns
 from adapters.query.specs import AggSpec, parse_query
@@ -542,7 +543,7 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
                            for n in json_aggs])
     plan = Plan(query=query, key_names=key_names,
                 time_name=time, time_is_string=time_is_string,
-                value_fixer=T.json_fixer(value_json), agg_encoders=encoders,
+                value_fixer=json_fixer(T.json_shape(value_json)), agg_encoders=encoders,
                 json_values=json_values, json_aggs=json_aggs, has_order=order_by is not None,
                 typed=transport, max_cached_keys=max_cached_keys, slices=slices, route=route)
     return _Call(plan, event_names, agg_types, value_json, agg_json, time_col, columns,

@@ -116,6 +116,47 @@ def json_values(plan: ColumnPlan, texts_in: Sequence[str],
     return values
 
 
+#: the strings some JSON writers (Spark's ``to_json``) write for the non-finite floats
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _float(x: Any) -> Any:
+    return _NON_FINITE.get(x, x) if type(x) is str else x
+
+
+def json_fixer(shape: Any) -> Callable[[Any], Any] | None:
+    """A function repairing what ``json.loads`` makes of a value whose non-finite floats were
+    written as strings (``"NaN"``, ``"Infinity"``), or ``None`` if nothing needs repair.
+    ``shape``: ``"float"``, ``("array", element shape)``, ``("struct", ((name, shape),
+    ...))``, or anything else (no floats inside)."""
+    if shape == "float":
+        return _float
+    kind = shape[0] if isinstance(shape, tuple) else None
+    if kind == "array":
+        inner = json_fixer(shape[1])
+        if inner is None:
+            return None
+        fix_element = inner
+
+        def fix_array(x: Any) -> Any:
+            return x if x is None else [fix_element(v) for v in x]
+        return fix_array
+    if kind != "struct":
+        return None
+    todo = [(name, f) for name, inner in shape[1] if (f := json_fixer(inner)) is not None]
+    if not todo:
+        return None
+
+    def fix_struct(x: Any) -> Any:
+        if x is None:
+            return None
+        for name, f in todo:
+            if name in x:
+                x[name] = f(x[name])
+        return x
+    return fix_struct
+
+
 def arrow_values(plan: ColumnPlan, table: Any, texts: dict[int, str] | None = None) -> list[Any]:
     """The event values (dicts) of an Arrow table's :class:`Typed` value columns and JSON
     value column; ``texts`` as in :func:`json_values`."""
@@ -266,4 +307,4 @@ def _misfit(values: list[Any], arrow_type: Any) -> Any:
 __all__ = ["AGGS_OUT", "END_OUT", "EVENT_OUT", "KEY_IN", "KEY_OUT", "LATE", "ORDER_IN",
            "START_OUT", "TIME_IN", "TIME_OUT", "TYPED_AGG_OUT", "TYPED_EVENT_OUT", "VALUE_IN",
            "WINDOW_OUT", "ColumnPlan", "Typed", "arrow_events", "arrow_table", "arrow_values",
-           "decode_key", "json_values", "order_key", "time_value", "wide_columns"]
+           "decode_key", "json_fixer", "json_values", "order_key", "time_value", "wide_columns"]

@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, StringType, StructType, TimestampType
 
+from adapters.engine.columns import json_fixer
 from spark_adapter import (
     SparkConfigError,
     SparkTypeError,
@@ -18,7 +19,7 @@ from spark_adapter import (
     sliding_aggregate,
     tumbling,
 )
-from spark_adapter._types import json_fixer
+from spark_adapter._types import json_shape
 from tests.conformance import corpus
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
@@ -481,8 +482,8 @@ def test_json_fixer_restores_non_finite_floats():
         {"name": "xs", "type": {"type": "array", "elementType": "double", "containsNull": True},
          "nullable": True, "metadata": {}},
         {"name": "s", "type": "string", "nullable": True, "metadata": {}}]})
-    fix = json_fixer(schema)
+    fix = json_fixer(json_shape(schema))
     v = fix({"x": "NaN", "xs": ["Infinity", 1.0, None, "-Infinity"], "s": "NaN"})
     assert math.isnan(v["x"]) and v["xs"][0] == math.inf and v["xs"][3] == -math.inf
     assert v["s"] == "NaN" and v["xs"][1:3] == [1.0, None]
-    assert json_fixer(StructType.fromJson({"type": "struct", "fields": []})) is None
+    assert json_fixer(json_shape(StructType.fromJson({"type": "struct", "fields": []}))) is None
