@@ -1,20 +1,12 @@
-"""Spark types <-> the driver's plain Python values, and the output schema of aggregations.
+"""Spark types <-> the driver's plain Python values, and the Spark types of aggregates.
 
-How values travel between Spark and the Python workers:
-
-* **streaming** (``transformWithStateInPandas``, pandas frames): as JSON text made by Spark
-  itself (``to_json``) and parsed back by Spark (``from_json``). This keeps values exact where
-  the pandas conversion would not be (a nullable ``long`` column arrives in pandas as
-  ``float64``: nulls become NaN and values above 2**53 lose precision; pandas cannot tell a
-  null double from NaN; timestamps arrive as tz-naive local time);
-* **batch** (``applyInArrow``, Arrow tables, no pandas): every column of a scalar type
-  (:func:`is_native`) as its own typed Arrow column, which is exact; arrays, structs and
-  binary aggregates inside JSON text as in streaming.
-
-Either way timestamps travel as integer microseconds and dates as integer days
-(:func:`json_type`, :func:`to_json_column`), turned back on the way out (:func:`restore`).
-
-This module imports only ``pyspark.sql.types``/``functions`` (no JVM needed to import it).
+Values travel between Spark and the Python workers (:mod:`adapters.engine.columns`) exactly:
+columns of a scalar type (:func:`is_native`) as typed Arrow columns; arrays, structs and
+binary aggregates as JSON text made and parsed by Spark itself (``to_json`` / ``from_json``),
+never through pandas' conversions (which turn a nullable ``long`` into ``float64``, null into
+NaN, timestamps into naive local times). Timestamps travel as integer microseconds and dates
+as integer days (:func:`json_type`, :func:`to_json_column`), turned back on the way out
+(:func:`restore`). Importing this module needs no JVM.
 """
 
 from __future__ import annotations

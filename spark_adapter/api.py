@@ -63,8 +63,8 @@ from ._names import (
 from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer, make_unpacker
 from ._presliced import SlicePlan, slice_kinds
 from ._runtime import Plan, Typed, batch_schema, make_processor
+from .session import ROCKSDB
 
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 #: Default name of the observed metric of a streaming query (``lastProgress``'s
 #: ``observedMetrics``): ``late_events`` and ``rows`` of each micro-batch.
 METRIC = "swag"
@@ -343,7 +343,7 @@ _SLIDING_AGGREGATE = """Exact window aggregates per key, on a streaming or a bat
         algorithm: ``"auto"`` or a ``swag_core`` algorithm name.
         late_rows: ``"drop"``: late events are counted (streaming: observed metric
             ``metric``, ``late_events``) and left out; ``"return"``: also return them as a
-            second DataFrame (key, time and every other column of the input);
+            second DataFrame (the input rows, every column in input order);
             ``"include"``: one DataFrame in the several-specs form (below) with a boolean
             column ``late``: late events are rows with ``late`` true and ``window`` null
             (one streaming query gives both; split them in ``foreachBatch``).
