@@ -1,5 +1,5 @@
-"""Column names between Spark and the Python workers (:mod:`adapters.engine.columns`'), and
-Spark's schema of the Python side's JSON output."""
+"""Spark's schema of the Python side's JSON output; the column names are
+:mod:`adapters.engine.columns`' (those imported here are read by the bucket layout)."""
 
 from adapters.engine.columns import (
     AGGS_OUT,
@@ -7,13 +7,10 @@ from adapters.engine.columns import (
     EVENT_OUT,
     KEY_IN,
     KEY_OUT,
-    LATE,
     ORDER_IN,
     START_OUT,
     TIME_IN,
     TIME_OUT,
-    TYPED_AGG_OUT,
-    TYPED_EVENT_OUT,
     VALUE_IN,
     WINDOW_OUT,
 )
@@ -22,6 +19,4 @@ from adapters.engine.columns import (
 WIDE_SCHEMA = (f"{KEY_OUT} string, {WINDOW_OUT} int, {START_OUT} long, {END_OUT} long, "
                f"{TIME_OUT} long, {EVENT_OUT} string, {AGGS_OUT} string")
 
-__all__ = ["AGGS_OUT", "END_OUT", "EVENT_OUT", "KEY_IN", "KEY_OUT", "LATE", "ORDER_IN",
-           "START_OUT", "TIME_IN", "TIME_OUT", "TYPED_AGG_OUT", "TYPED_EVENT_OUT", "VALUE_IN",
-           "WIDE_SCHEMA", "WINDOW_OUT"]
+__all__ = ["KEY_IN", "ORDER_IN", "TIME_IN", "VALUE_IN", "WIDE_SCHEMA"]

@@ -43,6 +43,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, LongType
 
+from adapters.engine.columns import ORDER_IN, TIME_IN
 from adapters.engine.presliced import (
     COUNT,
     FLOAT,
@@ -62,7 +63,6 @@ from adapters.engine.presliced import (
     SliceLayout,
 )
 
-from ._names import ORDER_IN, TIME_IN
 from ._types import FLOATING, INTEGRAL
 
 _LOW_MASK = 0xFFFFFFFF

@@ -27,7 +27,23 @@ from pyspark.sql.types import (
 )
 
 from adapters import EngineFacts, Query, QueryPlan, WindowDriver
-from adapters.engine.columns import json_fixer
+from adapters.engine.columns import (
+    AGGS_OUT,
+    END_OUT,
+    EVENT_OUT,
+    KEY_IN,
+    KEY_OUT,
+    LATE,
+    ORDER_IN,
+    START_OUT,
+    TIME_IN,
+    TIME_OUT,
+    TYPED_AGG_OUT,
+    TYPED_EVENT_OUT,
+    VALUE_IN,
+    WINDOW_OUT,
+    json_fixer,
+)
 from adapters.engine.fields import shipped_fields
 from adapters.engine.rows import OutputColumns, output_columns
 from adapters.query.specs import AggSpec, parse_query
@@ -43,23 +59,7 @@ from adapters.query.windows import (
 from . import _types as T
 from ._batch import make_batch_function
 from ._buckets import BUCKET_IN, make_bucket_processor
-from ._names import (
-    AGGS_OUT,
-    END_OUT,
-    EVENT_OUT,
-    KEY_IN,
-    KEY_OUT,
-    LATE,
-    ORDER_IN,
-    START_OUT,
-    TIME_IN,
-    TIME_OUT,
-    TYPED_AGG_OUT,
-    TYPED_EVENT_OUT,
-    VALUE_IN,
-    WIDE_SCHEMA,
-    WINDOW_OUT,
-)
+from ._names import WIDE_SCHEMA
 from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer, make_unpacker
 from ._presliced import SlicePlan, slice_kinds
 from ._runtime import Plan, Typed, batch_schema, make_processor
