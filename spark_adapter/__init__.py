@@ -12,6 +12,7 @@ policy window aggregates for streaming and batch DataFrames, with one call.
 See ``docs/spark.md``.
 """
 
+from adapters.engine.java import JavaNotFoundError
 from adapters.query.windows import duration_ms
 from spark_adapter._types import SparkTypeError
 from spark_adapter.api import (
@@ -24,7 +25,7 @@ from spark_adapter.api import (
     sliding_aggregate,
     tumbling,
 )
-from spark_adapter.session import JavaNotFoundError, java_version, local_session
+from spark_adapter.session import java_version, local_session
 
 __all__ = [
     "METRIC",

@@ -1,40 +1,17 @@
 """Batch (``applyInArrow``): the grouped function that hands each key's whole input to the
 driver (:meth:`adapters.WindowDriver.finish`, or its OVER kernel through
-:mod:`spark_adapter._over`) and returns its rows as an Arrow table."""
+:mod:`adapters.engine.arrow_kernel`) and returns its rows as an Arrow table."""
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
-from ._over import over_table
-from ._runtime import (
-    Plan,
-    arrow_events,
-    arrow_schema,
-    arrow_table,
-    decode_key,
-    driver_for,
-    wide_columns,
-)
+from adapters.engine.arrow_kernel import over_table
+from adapters.engine.columns import arrow_events, decode_key, wide_columns
+from adapters.engine.gc_pause import gc_paused
 
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside the block. A key's batch allocates an object or
-    more per event (values, records, rows), which triggers collections that also walk every
-    long-lived object of the worker, a large share of the Python side's time. What the
-    block drops is freed by reference counting as usual;
-    cycles wait for the next collection after it."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+from ._runtime import Plan, arrow_schema, arrow_table, driver_for
 
 
 def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
@@ -50,7 +27,7 @@ def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
     def swag_batch(key: tuple[Any, ...], table: Any) -> Any:
         if table.num_rows == 0:
             return empty
-        with _gc_paused():
+        with gc_paused():
             return one_key(key, table)
 
     def one_key(key: tuple[Any, ...], table: Any) -> Any:
@@ -69,7 +46,7 @@ def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
         if plan.slices is None:
             events = arrow_events(plan, table, texts)
         else:
-            events = plan.slices.events(table, dkey, plan.time_name)
+            events = plan.slices.layout.table_events(table, dkey, plan.time_name)
         cols = wide_columns(plan, out_key, driver.finish(dkey, events), texts)
         return empty if cols is None else arrow_table(plan, schema, cols)
 

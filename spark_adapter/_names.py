@@ -1,12 +1,22 @@
-"""Column and state names between Spark and the Python workers (see :mod:`spark_adapter.
-_runtime` for the rows they name)."""
+"""Spark's schema of the Python side's JSON output; the column names are
+:mod:`adapters.engine.columns`' (those imported here are read by the bucket layout)."""
 
-#: Output of the Python side in streaming (window index -1 marks a late event).
-WIDE_SCHEMA = ("_swag_k string, _swag_w int, _swag_start long, _swag_end long, "
-               "_swag_time long, _swag_event string, _swag_aggs string")
-LATE = -1
+from adapters.engine.columns import (
+    AGGS_OUT,
+    END_OUT,
+    EVENT_OUT,
+    KEY_IN,
+    KEY_OUT,
+    ORDER_IN,
+    START_OUT,
+    TIME_IN,
+    TIME_OUT,
+    VALUE_IN,
+    WINDOW_OUT,
+)
 
-# Column names between Spark and Python. Typed columns are "<prefix><index>".
-KEY_IN, VALUE_IN, TIME_IN, ORDER_IN = "swag_k", "swag_v", "swag_t", "swag_o"
-KEY_OUT, EVENT_OUT, AGGS_OUT = "_swag_k", "_swag_event", "_swag_aggs"
-TYPED_EVENT_OUT, TYPED_AGG_OUT = "_swag_e", "_swag_a"
+#: Output of the Python side in streaming with JSON rows (window index -1 marks a late event).
+WIDE_SCHEMA = (f"{KEY_OUT} string, {WINDOW_OUT} int, {START_OUT} long, {END_OUT} long, "
+               f"{TIME_OUT} long, {EVENT_OUT} string, {AGGS_OUT} string")
+
+__all__ = ["KEY_IN", "ORDER_IN", "TIME_IN", "VALUE_IN", "WIDE_SCHEMA"]

@@ -1,58 +1,35 @@
-"""Batch pre-slicing: Spark aggregates each (key, slice) once, the driver combines slices.
+"""Pre-slicing on Spark: Spark aggregates each (key, slice) once, the driver combines slices.
 
-General stream slicing (Traub et al., EDBT 2019; :mod:`adapters.driver.time_lane`) cuts time into
-slices of width ``g = gcd(ranges, slides, offset differences)`` (:func:`adapters.driver.time_lane.
-slice_grid`); every sliding or tumbling window is a union of whole slices. When every
-aggregation's per-slice partial is one Spark computes exactly, the batch plan becomes
+The engine-free part, :mod:`adapters.engine.presliced`, decides whether a query can be
+pre-sliced and with which partials (asked through :meth:`adapters.WindowDriver.plan`),
+rewrites the query the driver runs over one row per non-empty slice, and checks the rows'
+partials into driver events. This module keeps the Spark plan,
 
     groupBy(keys..., slice start).agg(partials)  ->  groupBy(keys).applyInArrow(driver)
 
-so Spark's map-side combine does the per-slice partial aggregation where the data already
-is, and the Python side gets one row per non-empty slice instead of one per event. The
-engine-free part, :mod:`adapters.engine.presliced`, decides whether a query can be pre-sliced
-and with which partials (:func:`~adapters.engine.presliced.slice_layout`, asked through
-:meth:`adapters.WindowDriver.plan`), rewrites the query the driver runs over those rows, and
-turns the rows' partials into the driver's events with the event path's checks
-(:meth:`~adapters.engine.presliced.SliceLayout.values`); a slice row's time is the slice's
-start, so a window holds a slice row iff it holds an event of that slice: the same windows
-are emitted, with the same bounds. This module keeps the Spark plan: the partial aggregates
-and the NaN / signed-zero / null handling in Spark.
+(streaming: Spark's stateful aggregation per tumbling slice window, :meth:`SlicePlan.
+stream_frame`), so Spark's map-side combine computes the partials where the data is, with the
+NaN / signed-zero / null handling that makes them the event path's values exactly:
 
-Why the values are identical to the event path (``swag_core``'s kernels over raw values):
-
-* integers: Spark's per-slice ``count``/``max``/``min`` are exact, and sums are exact because
-  a ``long`` column is summed as two halves (``v >> 32`` and ``v & 0xFFFFFFFF``, each sum far
-  from overflow) that Python joins into one unbounded ``int``; narrower integers are summed
-  as ``long``. The driver lifts each ``(sum, count)`` into
-  :class:`swag_core.aggregations.Mean`'s exact partial, so a mean is the same correctly
-  rounded quotient as over the raw events.
-* floats: ``max``/``min`` (a maximum does not depend on summation order). The one tie floats
-  can tell apart is ``-0.0 == 0.0``: the event path keeps the oldest (time, then
-  ``order_by``), so a slice whose extreme is a zero takes the sign of its oldest zero
-  (``min_by``). Spark's floating sums depend on the order, so a ``sum``/``mean`` of a
-  floating column is not Spark's ``sum`` (batch only; one such column per query): every
-  finite non-zero value ``x`` is split exactly into integers, ``x = m * 2**q`` with
-  ``|m| < 2**62`` and ``q`` on a grid of 10 bits (:func:`_scaled`), the slice is grouped by
-  ``q`` as well, and Spark sums the ``m`` of each ``(key, slice, q)`` as two halves, as a
-  ``long`` column's values; Python
-  joins ``sum(m) * 2**q`` of every row of the slice into the output's own exact partial
-  (:func:`swag_core.exact.from_parts`, with the slice's counts of values, ``+inf`` and
-  ``-inf``), which is the event path's partial exactly. A slice then reaches the driver as
-  one row per ``q`` (zeros, infinities and missing values in a row of their own), which it
-  combines like any rows of one slice; a float ``max``/``min`` of the same column still
-  ties zeros only within the zeros' row, but of another floating column it could tie them
-  across rows, so such a query keeps the event path.
+* integers: ``count``/``max``/``min`` are exact; a ``long`` column is summed as two halves
+  (``v >> 32`` and ``v & 0xFFFFFFFF``, each far from overflow) that Python joins into one
+  unbounded ``int``; narrower integers are summed as ``long``.
+* floats: ``max``/``min``. The one tie floats tell apart is ``-0.0 == 0.0``: the event path
+  keeps the oldest (time, then ``order_by``), so a slice whose extreme is a zero takes the
+  sign of its oldest zero (``min_by``). Spark's floating sums depend on the order, so a
+  ``sum``/``mean`` of a floating column (batch only; one such column per query) splits every
+  finite non-zero ``x`` exactly into ``x = m * 2**q`` (:func:`_scaled`), groups the slice by
+  ``q`` too, and sums the ``m`` as a ``long`` column's values; Python joins the rows of a
+  slice into the output's exact partial (:func:`swag_core.exact.from_parts`, with the
+  slice's counts of values, ``+inf`` and ``-inf``). A float ``max``/``min`` of another
+  floating column could then tie zeros across a slice's rows, so such a query keeps the
+  event path.
 * bad input raises what the event path raises: a null time the same
-  :class:`adapters.BadEventError` (from :func:`adapters.query.times.parse_time`); with
-  ``nulls="error"``, a null value (``count(v) < count(*)``) or a NaN (Spark's ``max`` is NaN
-  iff the slice holds one) a :class:`~adapters.BadEventError` naming the key, the field and
-  the output, with the slice ``[start, end)`` holding the bad event (its exact time is not
-  computed).
-* missing values with ``nulls="skip"``: Spark's ``count(v)``, ``max``, ``min``, ``sum`` and
-  ``min_by`` leave nulls out already; a floating column's NaN is made null first
-  (``when(isnan(v), null)``), as the event path leaves NaN out. A mean's partial count is
-  ``count(v)``; a slice without values gives null partials, which the driver's skipping
-  query passes over, as the event path's all-null slice.
+  :class:`adapters.BadEventError`; with ``nulls="error"``, a null value (``count(v) <
+  count(*)``) or a NaN (Spark's ``max`` is NaN iff the slice holds one) one naming the key,
+  the field, the output and the slice ``[start, end)``.
+* missing values with ``nulls="skip"``: Spark's aggregates leave nulls out already; a
+  floating column's NaN is made null first (``when(isnan(v), null)``).
 """
 
 from __future__ import annotations
@@ -66,6 +43,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, LongType
 
+from adapters.engine.columns import ORDER_IN, TIME_IN
 from adapters.engine.presliced import (
     COUNT,
     FLOAT,
@@ -84,9 +62,7 @@ from adapters.engine.presliced import (
     SliceField,
     SliceLayout,
 )
-from adapters.query.times import parse_time
 
-from ._names import ORDER_IN, TIME_IN
 from ._types import FLOATING, INTEGRAL
 
 _LOW_MASK = 0xFFFFFFFF
@@ -196,16 +172,6 @@ class SlicePlan:
         missing values are skipped."""
         c = F.col(self.transport[f.name])
         return F.when(~F.isnan(c), c) if self.layout.skip and f.floating else c
-
-    def events(self, table: Any, key: Any, time_field: str) -> list[tuple[Any, Any]]:
-        """The driver's events of one key's slice rows (an Arrow table of :meth:`frame`):
-        ``(slice start, {partials})``; raises :class:`BadEventError` as the event path
-        does for null times, null values and NaN."""
-        cols = {name: table.column(name).to_pylist() for name in table.column_names}
-        starts = cols[TIME_IN]
-        if None in starts:
-            parse_time(None, key, time_field)  # raises the event path's error
-        return list(zip(starts, self.layout.values(cols, [key] * len(starts))))
 
 
 def _scaled(c: Column) -> tuple[Column, Column]:

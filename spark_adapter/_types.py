@@ -1,26 +1,17 @@
-"""Spark types <-> the driver's plain Python values, and the output schema of aggregations.
+"""Spark types <-> the driver's plain Python values, and the Spark types of aggregates.
 
-How values travel between Spark and the Python workers:
-
-* **streaming** (``transformWithStateInPandas``, pandas frames): as JSON text made by Spark
-  itself (``to_json``) and parsed back by Spark (``from_json``). This keeps values exact where
-  the pandas conversion would not be (a nullable ``long`` column arrives in pandas as
-  ``float64``: nulls become NaN and values above 2**53 lose precision; pandas cannot tell a
-  null double from NaN; timestamps arrive as tz-naive local time);
-* **batch** (``applyInArrow``, Arrow tables, no pandas): every column of a scalar type
-  (:func:`is_native`) as its own typed Arrow column, which is exact; arrays, structs and
-  binary aggregates inside JSON text as in streaming.
-
-Either way timestamps travel as integer microseconds and dates as integer days
-(:func:`json_type`, :func:`to_json_column`), turned back on the way out (:func:`restore`).
-
-This module imports only ``pyspark.sql.types``/``functions`` (no JVM needed to import it).
+Values travel between Spark and the Python workers (:mod:`adapters.engine.columns`) exactly:
+columns of a scalar type (:func:`is_native`) as typed Arrow columns; arrays, structs and
+binary aggregates as JSON text made and parsed by Spark itself (``to_json`` / ``from_json``),
+never through pandas' conversions (which turn a nullable ``long`` into ``float64``, null into
+NaN, timestamps into naive local times). Timestamps travel as integer microseconds and dates
+as integer days (:func:`json_type`, :func:`to_json_column`), turned back on the way out
+(:func:`restore`). Importing this module needs no JVM.
 """
 
 from __future__ import annotations
 
 import base64
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -137,45 +128,15 @@ def _needs_conversion(dt: DataType, floats: bool = False) -> bool:
     return False
 
 
-# ----------------------------------------------------------------------------- JSON fix-ups
-_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _float(x: Any) -> Any:
-    # Spark's to_json writes NaN and the infinities as the strings "NaN", "Infinity".
-    if type(x) is str:
-        return _NON_FINITE.get(x, x)
-    return x
-
-
-def json_fixer(dt: DataType) -> Callable[[Any], Any] | None:
-    """A function repairing what ``json.loads`` makes of Spark's ``to_json`` output for a
-    value of (JSON) type ``dt`` (non-finite floats), or ``None`` if nothing needs repair."""
+def json_shape(dt: DataType) -> Any:
+    """``dt``'s shape as :func:`adapters.engine.columns.json_fixer` reads it (Spark's
+    ``to_json`` writes NaN and the infinities as strings)."""
     if isinstance(dt, FLOATING):
-        return _float
+        return "float"
     if isinstance(dt, ArrayType):
-        inner = json_fixer(dt.elementType)
-        if inner is None:
-            return None
-        f = inner
-
-        def fix_array(x: Any) -> Any:
-            return x if x is None else [f(v) for v in x]
-        return fix_array
+        return ("array", json_shape(dt.elementType))
     if isinstance(dt, StructType):
-        fixers = [(fld.name, json_fixer(fld.dataType)) for fld in dt.fields]
-        todo = [(name, f) for name, f in fixers if f is not None]
-        if not todo:
-            return None
-
-        def fix_struct(x: Any) -> Any:
-            if x is None:
-                return None
-            for name, f in todo:
-                if name in x:
-                    x[name] = f(x[name])
-            return x
-        return fix_struct
+        return ("struct", tuple((f.name, json_shape(f.dataType)) for f in dt.fields))
     return None
 
 

@@ -9,6 +9,7 @@ rest. See ``docs/spark.md``.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,13 +27,31 @@ from pyspark.sql.types import (
 )
 
 from adapters import EngineFacts, Query, QueryPlan, WindowDriver
-from adapters.engine.fields import fields_read
-from adapters.query.specs import AggSpec, OverWindow
+from adapters.engine.columns import (
+    AGGS_OUT,
+    END_OUT,
+    EVENT_OUT,
+    KEY_IN,
+    KEY_OUT,
+    LATE,
+    ORDER_IN,
+    START_OUT,
+    TIME_IN,
+    TIME_OUT,
+    TYPED_AGG_OUT,
+    TYPED_EVENT_OUT,
+    VALUE_IN,
+    WINDOW_OUT,
+    json_fixer,
+)
+from adapters.engine.fields import shipped_fields
+from adapters.engine.rows import OutputColumns, output_columns
+from adapters.query.specs import AggSpec, parse_query
 from adapters.query.windows import (
     count_window,
     duration_ms,
-    normalize_window,
     over,
+    query_of_call,
     sliding,
     tumbling,
 )
@@ -40,24 +59,12 @@ from adapters.query.windows import (
 from . import _types as T
 from ._batch import make_batch_function
 from ._buckets import BUCKET_IN, make_bucket_processor
-from ._names import (
-    AGGS_OUT,
-    EVENT_OUT,
-    KEY_IN,
-    KEY_OUT,
-    LATE,
-    ORDER_IN,
-    TIME_IN,
-    TYPED_AGG_OUT,
-    TYPED_EVENT_OUT,
-    VALUE_IN,
-    WIDE_SCHEMA,
-)
+from ._names import WIDE_SCHEMA
 from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer, make_unpacker
 from ._presliced import SlicePlan, slice_kinds
 from ._runtime import Plan, Typed, batch_schema, make_processor
+from .session import ROCKSDB
 
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 #: Default name of the observed metric of a streaming query (``lastProgress``'s
 #: ``observedMetrics``): ``late_events`` and ``rows`` of each micro-batch.
 METRIC = "swag"
@@ -161,13 +168,11 @@ def _input_columns(plan: Plan, columns: Mapping[str, DataType], time_col: Column
     return cols, group
 
 
-def _output_columns(wide: DataFrame, plan: Plan, columns: Mapping[str, DataType],
-                    value_names: Sequence[str], agg_types: Mapping[str, DataType],
-                    value_json: StructType, agg_json: StructType
-                    ) -> tuple[DataFrame, list[Column], dict[str, Column], list[Column]]:
-    """The Python side's output with its JSON columns parsed, and the key, value and
-    aggregate columns restored to their Spark types (named as in the input)."""
-    typed = plan.typed
+def _sources(wide: DataFrame, call: _Call) -> tuple[DataFrame, dict[tuple[str, str], Column]]:
+    """The Python side's output with its JSON columns parsed, and a column of each output
+    source (:class:`adapters.engine.rows.OutputColumns`: ``("key", "")``, ``("field",
+    name)``, ...) restored to its Spark type."""
+    plan, columns, typed = call.plan, call.columns, call.plan.typed
     json_keys = typed is None or typed.keys is None
     parsed_cols = []
     if json_keys:
@@ -175,9 +180,9 @@ def _output_columns(wide: DataFrame, plan: Plan, columns: Mapping[str, DataType]
                                for k in plan.key_names])
         parsed_cols.append(F.from_json(KEY_OUT, key_json).alias("_swag_kp"))
     if plan.json_values:
-        parsed_cols.append(F.from_json(EVENT_OUT, value_json).alias("_swag_ep"))
+        parsed_cols.append(F.from_json(EVENT_OUT, call.value_json).alias("_swag_ep"))
     if plan.json_aggs:
-        parsed_cols.append(F.from_json(AGGS_OUT, agg_json).alias("_swag_ap"))
+        parsed_cols.append(F.from_json(AGGS_OUT, call.agg_json).alias("_swag_ap"))
     parsed = wide.select("*", *parsed_cols)
 
     def field(typed_names: Sequence[str], prefix: str, json_col: str, name: str) -> Column:
@@ -185,34 +190,21 @@ def _output_columns(wide: DataFrame, plan: Plan, columns: Mapping[str, DataType]
             return F.col(f"{prefix}{typed_names.index(name)}")
         return F.col(json_col).getField(name)
 
-    key_cols = [T.restore(F.col("_swag_kp").getField(k) if json_keys else F.col(f"{KEY_OUT}{i}"),
-                          columns[k]).alias(k) for i, k in enumerate(plan.key_names)]
+    keys = [T.restore(F.col("_swag_kp").getField(k) if json_keys else F.col(f"{KEY_OUT}{i}"),
+                      columns[k]) for i, k in enumerate(plan.key_names)]
+    sources = {("key", "" if len(keys) == 1 else str(i)): c for i, c in enumerate(keys)}
     typed_values = [n for n, _ in typed.values] if typed is not None else []
-    value_cols = {c: T.restore(field(typed_values, TYPED_EVENT_OUT, "_swag_ep", c),
-                               columns[c]).alias(c) for c in value_names}
+    sources.update({("field", c): T.restore(field(typed_values, TYPED_EVENT_OUT, "_swag_ep", c),
+                                            columns[c]) for c in call.event_names})
     typed_aggs = [n for n, _ in typed.aggs] if typed is not None else []
-    agg_cols = [T.restore(field(typed_aggs, TYPED_AGG_OUT, "_swag_ap", n), t).alias(n)
-                for n, t in agg_types.items()]
-    return parsed, key_cols, value_cols, agg_cols
-
-
-def _value_columns(query: Query, columns: Mapping[str, DataType], key_names: Sequence[str],
-                   time: str, late_rows: str) -> tuple[list[str], list[str]]:
-    """``(event columns, value columns)``: the event columns are the input columns other
-    than the key and time that the call needs (every one when events are returned, or when
-    the driver needs whole values: :func:`adapters.engine.fields.fields_read`; else the ones
-    it reads); the value columns, which travel to the driver in each event's value, are
-    these plus the key and time columns that the driver reads (its events carry only the
-    time and the value)."""
-    read, whole = fields_read(query)
-    candidates = [c for c in columns if c not in key_names and c != time]
-    also = [c for c in columns if c in read and (c in key_names or c == time)]
-    if whole or late_rows != "drop":
-        return candidates, candidates + also
-    for name in sorted(read):
-        _need(columns, name, "aggregated")
-    events = [c for c in candidates if c in read]
-    return events, events + also
+    sources.update({("agg", n): T.restore(field(typed_aggs, TYPED_AGG_OUT, "_swag_ap", n), t)
+                    for n, t in call.agg_types.items()})
+    window = F.col(WINDOW_OUT)
+    sources[("window", "")] = F.when(window >= 0, window)
+    for name, kind in ((TIME_OUT, "time"), (START_OUT, "start"),
+                       (END_OUT, "end")):
+        sources[(kind, "")] = _restore_time(F.col(name), call.time_type)
+    return parsed, sources
 
 
 def _aggregate_type(spec: AggSpec, raw: Any, value_types: Mapping[str, DataType],
@@ -323,12 +315,13 @@ def _observed(wide: DataFrame, metric: str | Observation | None, streaming: bool
     """``wide`` observed as ``metric`` (late events and rows), where there is one."""
     if isinstance(metric, Observation) or (metric is not None and streaming):
         wide = wide.observe(metric,
-                            F.count(F.when(F.col("_swag_w") == LATE, 1)).alias("late_events"),
-                            F.count(F.when(F.col("_swag_w") >= 0, 1)).alias("rows"))
+                            F.count(F.when(F.col(WINDOW_OUT) == LATE, 1)).alias("late_events"),
+                            F.count(F.when(F.col(WINDOW_OUT) >= 0, 1)).alias("rows"))
     return wide
 
 
-_ARGUMENTS = """
+_SLIDING_AGGREGATE = """Exact window aggregates per key, on a streaming or a batch DataFrame.
+
     Args:
         df: input rows; streaming (``df.isStreaming``) or batch.
         key: the key column (or columns).
@@ -350,7 +343,7 @@ _ARGUMENTS = """
         algorithm: ``"auto"`` or a ``swag_core`` algorithm name.
         late_rows: ``"drop"``: late events are counted (streaming: observed metric
             ``metric``, ``late_events``) and left out; ``"return"``: also return them as a
-            second DataFrame (key, time and every other column of the input);
+            second DataFrame (the input rows, every column in input order);
             ``"include"``: one DataFrame in the several-specs form (below) with a boolean
             column ``late``: late events are rows with ``late`` true and ``window`` null
             (one streaming query gives both; split them in ``foreachBatch``).
@@ -375,24 +368,21 @@ _ARGUMENTS = """
             bucket (part of the checkpoint, ``docs/spark.md``, "State"); ``None``: one call
             per key (checkpoints written before ``key_buckets`` existed need it).
         layout: where a key's over-window structures live (``Query.layout``: ``"memory"``,
-            ``"kvs"``, ``"auto"``); the KVS layout needs streaming with ``key_buckets=None``.
-            Default ``"memory"``: the KVS layout pays off for large windows (one key,
-            2^22 entries: 275 vs 1,563 MB of worker memory, 1.28x the events/s; 2^16:
-            0.89x; ``docs/benchmarks.md``).
-"""
+            ``"kvs"``, ``"auto"``); the KVS layout needs streaming with ``key_buckets=None``
+            and pays off for large windows (``docs/spark.md``).
 
-_RETURNS = """
     Returns:
-        One window spec: for sliding, tumbling, count and policy windows the columns
-        ``key..., window_start, window_end, <aggregations>``; for an over window the input
-        row (every column) plus ``<aggregations>``. Several specs: ``window`` (the spec's
-        index), ``key...``, ``window_start``, ``window_end``, the time and value columns
-        (set for over rows), ``<aggregations>``. With ``late_rows="return"``, a pair
-        ``(results, late)``; with ``"include"``, the several-specs form plus ``late``.
+        The rows in the columns every engine gives (``docs/adapters.md``, "Output rows"):
+        one ``[start, end)`` spec: ``key..., window_start, window_end, <aggregations>``; one
+        over spec: the input row (every column) plus ``<aggregations>``; several specs:
+        ``window`` (the spec's index), ``key..., window_start, window_end``, the time and
+        the other input columns only when a spec is an over spec, ``<aggregations>``. With
+        ``late_rows="return"``, a pair ``(results, late)`` (late: the input columns); with
+        ``"include"``, the several-specs form with the time and input columns, plus ``late``.
 
     Streaming queries must be written in ``append`` output mode and need the RocksDB state
     store provider; restarts from the checkpoint resume exactly.
-"""
+    """
 
 
 def sliding_aggregate(
@@ -423,44 +413,25 @@ def sliding_aggregate(
     return _results(wide, call, late_rows)
 
 
-sliding_aggregate.__doc__ = ("""Exact window aggregates per key, on a streaming or a batch
-    DataFrame.
-""" + _ARGUMENTS + _RETURNS)
+sliding_aggregate.__doc__ = _SLIDING_AGGREGATE
 
 
-def explain(
-    df: DataFrame,
-    *,
-    key: str | Sequence[str],
-    time: str,
-    window: Any,
-    aggregations: Mapping[str, Any],
-    watermark: Any = None,
-    allowed_lateness: Any = 0,
-    algorithm: str = "auto",
-    late_rows: str = "drop",
-    order_by: str | None = None,
-    output_types: Mapping[str, Any] | None = None,
-    metric: str | Observation | None = METRIC,
-    max_cached_keys: int | None = 100_000,
-    presliced: bool | None = None,
-    nulls: str = "skip",
-    key_buckets: int | None = KEY_BUCKETS,
-    layout: str = "memory",
-) -> QueryPlan:
-    call = _prepare(df, key, time, window, aggregations, watermark, allowed_lateness,
-                    algorithm, late_rows, order_by, output_types, max_cached_keys, presliced,
-                    nulls, key_buckets, layout)
+def explain(df: DataFrame, **arguments: Any) -> QueryPlan:
+    """The path :func:`sliding_aggregate` with the same arguments takes on Spark, and why
+    (:class:`adapters.QueryPlan`: ``print()`` it): pre-sliced or not and how many slice
+    rows, the OVER kernel, the cross-key or per-key runtime, kernels or structures, the
+    state and KVS layout. Nothing runs; the arguments are checked as
+    :func:`sliding_aggregate` checks them (``metric`` is ignored)."""
+    bound = inspect.signature(sliding_aggregate).bind(df, **arguments)
+    bound.apply_defaults()
+    del bound.arguments["metric"]
+    call = _prepare(**bound.arguments)
     assert call.plan.route is not None
     return call.plan.route
 
 
-explain.__doc__ = ("""The path :func:`sliding_aggregate` with the same arguments takes on
-    Spark, and why (:class:`adapters.QueryPlan`: ``print()`` it): pre-sliced or not and how
-    many slice rows, the OVER kernel, the cross-key or per-key runtime, kernels or
-    structures, the state and KVS layout. Nothing runs; the arguments are checked as
-    :func:`sliding_aggregate` checks them (``metric`` is ignored).
-""" + _ARGUMENTS)
+explain.__signature__ = inspect.signature(sliding_aggregate).replace(  # type: ignore[attr-defined]
+    return_annotation=QueryPlan)
 
 
 def _prepare(df: DataFrame, key: str | Sequence[str], time: str, window: Any,
@@ -473,18 +444,14 @@ def _prepare(df: DataFrame, key: str | Sequence[str], time: str, window: Any,
     columns, key_names, time_type = _check_arguments(
         df, key, time, aggregations, watermark, late_rows, order_by)
     _check_key_buckets(key_buckets)
-    single = not isinstance(window, (list, tuple))
-    specs = [normalize_window(s, f"window[{i}]")
-             for i, s in enumerate([window] if single else list(window))]
-    query = Query.build(specs, dict(aggregations), duration_ms(allowed_lateness,
-                                                               "allowed_lateness"),
-                        None if algorithm in (None, "auto") else algorithm, nulls, layout)
+    spec = query_of_call(None, list(window) if isinstance(window, (list, tuple)) else [window],
+                         aggregations, allowed_lateness, nulls=nulls, layout=layout,
+                         algorithm=None if algorithm in (None, "auto") else algorithm)
+    query = parse_query(spec)
     blocked = _stream_block(df.isStreaming, watermark, late_rows, key_buckets)
-    call = _plan_call(df, query, columns, key_names, time, time_type, aggregations,
+    call = _plan_call(df, query, columns, key_names, time, time_type, spec["aggregations"],
                       output_types, late_rows, order_by, max_cached_keys, presliced, blocked,
                       key_buckets)
-    call.single = single and late_rows != "include"
-    _check_output_names(call, columns, key_names, call.single)
     return call
 
 
@@ -500,9 +467,6 @@ def _check_arguments(df: DataFrame, key: str | Sequence[str], time: str,
             f"watermark={watermark!r}: a batch DataFrame has no watermark (every window is "
             f"released at the end of input and no event is late); drop the argument, or "
             f"pass a streaming DataFrame")
-    if not isinstance(aggregations, Mapping):
-        raise TypeError(f"aggregations must be a mapping {{output column: spec}}, got "
-                        f"{aggregations!r:.80}")
     columns = _columns(df)
     key_names = (key,) if isinstance(key, str) else tuple(key)
     if not key_names:
@@ -532,8 +496,8 @@ class _Call:
     time_col: Column
     columns: dict[str, DataType]
     time_type: DataType
-    #: one window spec and not ``late_rows="include"``: the one-spec output form
-    single: bool = True
+    #: the output columns (:func:`adapters.engine.rows.output_columns`)
+    output: OutputColumns
 
 
 def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
@@ -545,7 +509,8 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
     """The workers' :class:`Plan`: which columns travel how, the output types, slicing.
     Typed columns (:class:`Typed`): batch, and the streaming bucket layout's packed
     transport; the per-key layout and pre-sliced streaming keep JSON rows."""
-    event_names, value_names = _value_columns(query, columns, key_names, time, late_rows)
+    event_names, value_names = shipped_fields(query, list(columns), key_names, time,
+                                              every_field=late_rows != "drop")
     value_types = {c: columns[c] for c in value_names}
     out_types = dict(output_types or {})
     raw_aggs = dict(aggregations)
@@ -578,23 +543,24 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
                            for n in json_aggs])
     plan = Plan(query=query, key_names=key_names,
                 time_name=time, time_is_string=time_is_string,
-                value_fixer=T.json_fixer(value_json), agg_encoders=encoders,
+                value_fixer=json_fixer(T.json_shape(value_json)), agg_encoders=encoders,
                 json_values=json_values, json_aggs=json_aggs, has_order=order_by is not None,
                 typed=transport, max_cached_keys=max_cached_keys, slices=slices, route=route)
     return _Call(plan, event_names, agg_types, value_json, agg_json, time_col, columns,
-                 time_type)
+                 time_type, _output(query, columns, key_names, time, event_names, late_rows))
 
 
-def _check_output_names(call: _Call, columns: Mapping[str, DataType],
-                        key_names: Sequence[str], single: bool) -> None:
-    """An aggregation's output name must not clash with another output column."""
-    is_over = single and isinstance(call.plan.query.windows[0], OverWindow)
-    taken = set(columns) if (is_over or not single) else set(key_names)
-    taken |= {"window_start", "window_end"} | ({"window", "late"} if not single else set())
-    for name in call.agg_types:
-        if name in taken:
-            raise ValueError(f"aggregation output {name!r} clashes with an output column of "
-                             f"the same name; rename it")
+def _output(query: Query, columns: Mapping[str, DataType], key_names: Sequence[str],
+            time: str, event_names: Sequence[str], late_rows: str) -> OutputColumns:
+    """The output columns; an aggregation's name must not clash with another column."""
+    carried = {*event_names, *key_names, time}
+    output = output_columns(query, key_names=key_names, time_name=time,
+                            event_fields=[c for c in columns if c in carried],
+                            late_events=late_rows == "include")
+    if late_rows == "include" and "late" in output.names:
+        raise ValueError("output column 'late' (late_rows='include') clashes with an input "
+                         "column or aggregation of the same name; rename it")
+    return output
 
 
 def _watermarked(df: DataFrame, time: str, time_type: DataType,
@@ -694,42 +660,27 @@ def _sliced_stream(source: DataFrame, plan: Plan, slices: SlicePlan,
 
 def _results(wide: DataFrame, call: _Call, late_rows: str
              ) -> DataFrame | tuple[DataFrame, DataFrame]:
-    """The user's DataFrame(s) from the wide output (see :func:`sliding_aggregate`)."""
-    plan, single = call.plan, call.single
-    columns, key_names, time, time_type = (call.columns, plan.key_names, plan.time_name,
-                                           call.time_type)
-    parsed, key_cols, value_cols, agg_cols = _output_columns(
-        wide, plan, columns, call.event_names, call.agg_types, call.value_json,
-        call.agg_json)
-    time_out = _restore_time(F.col("_swag_time"), time_type).alias(time)
-    start_col = _restore_time(F.col("_swag_start"), time_type).alias("window_start")
-    end_col = _restore_time(F.col("_swag_end"), time_type).alias("window_end")
+    """The user's DataFrame(s) from the wide output (see :func:`sliding_aggregate`): the
+    rows in :func:`adapters.engine.rows.output_columns`'s columns; late events (``late_rows=
+    "return"``) as the input columns in input order."""
+    parsed, sources = _sources(wide, call)
+    output = [sources[s].alias(n) for n, s in zip(call.output.names, call.output.sources)]
     if late_rows == "include":
-        return parsed.select(
-            F.when(F.col("_swag_w") >= 0, F.col("_swag_w")).alias("window"), *key_cols,
-            start_col, end_col, time_out, *value_cols.values(), *agg_cols,
-            (F.col("_swag_w") == LATE).alias("late"))
-    rows = parsed.where(F.col("_swag_w") >= 0)
-    if single and isinstance(plan.query.windows[0], OverWindow):
-        ordered = []
-        for c in columns:
-            if c in key_names:
-                ordered.append(key_cols[key_names.index(c)])
-            elif c == time:
-                ordered.append(time_out)
-            elif c in value_cols:
-                ordered.append(value_cols[c])
-        results = rows.select(*ordered, *agg_cols)
-    elif single:
-        results = rows.select(*key_cols, start_col, end_col, *agg_cols)
-    else:
-        results = rows.select(F.col("_swag_w").alias("window"), *key_cols, start_col, end_col,
-                              time_out, *value_cols.values(), *agg_cols)
+        return parsed.select(*output, (F.col(WINDOW_OUT) == LATE).alias("late"))
+    results = parsed.where(F.col(WINDOW_OUT) >= 0).select(*output)
     if late_rows == "drop":
         return results
-    late = parsed.where(F.col("_swag_w") == LATE).select(*key_cols, time_out,
-                                                          *value_cols.values())
-    return results, late
+    plan = call.plan
+    late = [sources[_input_source(c, plan.key_names, plan.time_name)].alias(c)
+            for c in call.columns]
+    return results, parsed.where(F.col(WINDOW_OUT) == LATE).select(*late)
+
+
+def _input_source(column: str, key_names: Sequence[str], time: str) -> tuple[str, str]:
+    """Where an input column's value is in the Python side's output."""
+    if column in key_names:
+        return ("key", "" if len(key_names) == 1 else str(key_names.index(column)))
+    return ("time", "") if column == time else ("field", column)
 
 
 __all__ = ["METRIC", "SparkConfigError", "count_window", "explain", "over", "sliding",

@@ -10,52 +10,17 @@ go on the builder.
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import subprocess
 import sys
 import warnings
 from typing import Any
 
+from adapters.engine.java import find_java
+
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-INSTALL_HINT = ("install Java 17 or newer, e.g. 'sudo apt-get install openjdk-17-jre-headless' "
-                "(Debian/Ubuntu) or 'brew install openjdk@17' (macOS), or point JAVA_HOME at "
-                "one")
-
-
-class JavaNotFoundError(RuntimeError):
-    """No usable Java runtime (17+) for the embedded Spark."""
-
-
 def java_version() -> tuple[str, int]:
     """``(path, major version)`` of the Java Spark would use (``JAVA_HOME`` first, then
-    ``PATH``); raises :class:`JavaNotFoundError` with an install hint otherwise."""
-    home = os.environ.get("JAVA_HOME")
-    java = os.path.join(home, "bin", "java") if home else None
-    if not (java and os.access(java, os.X_OK)):
-        java = shutil.which("java")
-    if java is None:
-        raise JavaNotFoundError(f"Spark needs Java 17+, but no 'java' was found (JAVA_HOME "
-                                f"unset or wrong, none on PATH); {INSTALL_HINT}")
-    try:
-        text = subprocess.run([java, "-version"], capture_output=True, text=True,
-                              timeout=60).stderr
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise JavaNotFoundError(f"could not run '{java} -version' ({exc}); {INSTALL_HINT}") \
-            from None
-    m = re.search(r'version "([^"]+)"', text)
-    if not m:
-        raise JavaNotFoundError(f"could not read the Java version from '{java} -version' "
-                                f"(got {text.strip()[:100]!r}); Spark needs Java 17+: "
-                                f"{INSTALL_HINT}")
-    ver = m.group(1)
-    parts = ver.split(".")
-    major = int(parts[1]) if parts[0] == "1" and len(parts) > 1 else int(
-        re.match(r"\d+", parts[0]).group(0))  # type: ignore[union-attr]
-    if major < 17:
-        raise JavaNotFoundError(f"Spark needs Java 17+, but {java} is Java {major} ({ver}); "
-                                f"{INSTALL_HINT}")
-    return java, major
+    ``PATH``); raises :class:`JavaNotFoundError` with an install hint if none is 17+."""
+    return find_java(17, "Spark")
 
 
 def local_session(app_name: str = "swag", *, cores: int = 2, shuffle_partitions: int = 4,

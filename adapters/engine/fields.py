@@ -4,6 +4,7 @@ out is work saved)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from adapters.query.specs import OverWindow, PolicyWindow, Query
@@ -50,4 +51,25 @@ def fields_read(query: Query) -> FieldsRead:
     return FieldsRead(frozenset(names), whole)
 
 
-__all__ = ["FieldsRead", "fields_read"]
+def shipped_fields(query: Query, fields: Sequence[str], key_names: Sequence[str], time: str,
+                   every_field: bool) -> tuple[list[str], list[str]]:
+    """``(event fields, value fields)`` of an input with these ``fields`` (in order) whose
+    key and time fields travel apart from the value: the event fields are the other fields
+    the call needs (all of them with ``every_field`` or when the driver needs whole values,
+    else the ones it reads); the value fields, which travel to the driver in each event's
+    value, are these plus the key and time fields that the driver reads. Raises
+    ``ValueError`` for a read field the input does not have."""
+    read, whole = fields_read(query)
+    candidates = [c for c in fields if c not in key_names and c != time]
+    also = [c for c in fields if c in read and (c in key_names or c == time)]
+    if whole or every_field:
+        return candidates, candidates + also
+    missing = sorted(read.difference(fields))
+    if missing:
+        raise ValueError(f"aggregated column {missing[0]!r} is not in the input (columns: "
+                         f"{', '.join(fields)})")
+    events = [c for c in candidates if c in read]
+    return events, events + also
+
+
+__all__ = ["FieldsRead", "fields_read", "shipped_fields"]

@@ -47,6 +47,7 @@ from adapters.driver.time_lane import slice_grid
 from adapters.errors import BadEventError
 from adapters.query.builtins import PRESLICED, fns_taking
 from adapters.query.specs import AggSpec, Query, SlidingWindow, lifted_aggregation
+from adapters.query.times import parse_time
 from swag_core import Aggregation
 from swag_core.exact import FRACTION_BITS, from_parts, from_sum
 
@@ -180,6 +181,16 @@ class SliceLayout:
             if "sum" in f.needs:
                 self._sums(cols, values, i, f)
         return values
+
+    def table_events(self, table: Any, key: Any, time_field: str) -> list[tuple[Any, Any]]:
+        """The driver's events ``(slice start, {partials})`` of one key's slice rows as an
+        Arrow table (:data:`START` and the partial columns); raises :class:`BadEventError` as
+        the event path does for null times, null values and NaN."""
+        cols = {name: table.column(name).to_pylist() for name in table.column_names}
+        starts = cols[START]
+        if None in starts:
+            parse_time(None, key, time_field)  # raises the event path's error
+        return list(zip(starts, self.values(cols, [key] * len(starts))))
 
     def json_values(self, texts: Sequence[str], starts: Sequence[int], keys: Sequence[Any]
                     ) -> list[dict[str, Any]]:

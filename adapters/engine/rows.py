@@ -84,7 +84,8 @@ class OutputColumns:
 
 
 def output_columns(query: Query, *, key_names: Sequence[str], time_name: str,
-                   event_fields: Sequence[str] | None) -> OutputColumns:
+                   event_fields: Sequence[str] | None,
+                   late_events: bool = False) -> OutputColumns:
     """The output columns of ``query`` on every engine (see the module docstring).
 
     Args:
@@ -92,6 +93,8 @@ def output_columns(query: Query, *, key_names: Sequence[str], time_name: str,
         time_name: the time's column name (``"time"`` when it is the element timestamp).
         event_fields: the input event's field names in order (key and time columns
             included when the event carries them), or ``None`` when unknown.
+        late_events: the rows also carry late events (Spark's ``late_rows="include"``):
+            the several-specs form, with the event's columns whatever the specs.
     """
     keyed = ([("key", "")] if len(key_names) == 1
              else [("key", str(i)) for i in range(len(key_names))])
@@ -107,11 +110,11 @@ def output_columns(query: Query, *, key_names: Sequence[str], time_name: str,
         if time_name not in carried:
             event.append((time_name, ("time", "")))
         event += [_event_field(f, key_cols, time_name) for f in event_fields]
-    if len(query.windows) == 1:
+    if len(query.windows) == 1 and not late_events:
         columns = [*event, *aggs] if over[0] else [*key_cols, *bounds, *aggs]
     else:
         columns = [(WINDOW, ("window", "")), *key_cols, *bounds]
-        if any(over):
+        if any(over) or late_events:
             columns += [(time_name, ("time", ""))]
             columns += [c for c in event if c[0] not in key_names and c[0] != time_name]
         columns += aggs

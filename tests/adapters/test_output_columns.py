@@ -59,3 +59,10 @@ def test_several_key_columns_read_the_key_tuple():
 def test_an_output_name_clashing_with_an_input_column_is_refused():
     with pytest.raises(ValueError, match=r"\['delay'\] appear twice"):
         columns([OVER], ["k", "t", "delay"], aggs={"delay": {"fn": "max", "field": "delay"}})
+
+
+def test_rows_carrying_late_events_take_the_several_specs_form_with_the_event():
+    out = output_columns(parse_query({"windows": [SLIDING], "aggregations": MAX}),
+                         key_names=["k"], time_name="t", event_fields=["k", "t", "delay"],
+                         late_events=True)
+    assert out.names == ("window", "k", "window_start", "window_end", "t", "delay", "m")

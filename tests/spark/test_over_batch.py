@@ -1,4 +1,4 @@
-"""Batch per-event windows through the driver's OVER kernel (``spark_adapter._over``,
+"""Batch per-event windows through the driver's OVER kernel (``adapters.engine.arrow_kernel``,
 ``WindowDriver.finish_columns``) without a JVM:
 the grouped function's output table equals the driver path's, column for column (values,
 nulls, NaN, -0.0, types), for long and double columns, ties, nulls and ``order_by``."""

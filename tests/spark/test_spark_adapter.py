@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, StringType, StructType, TimestampType
 
+from adapters.engine.columns import json_fixer
 from spark_adapter import (
     SparkConfigError,
     SparkTypeError,
@@ -18,7 +19,7 @@ from spark_adapter import (
     sliding_aggregate,
     tumbling,
 )
-from spark_adapter._types import json_fixer
+from spark_adapter._types import json_shape
 from tests.conformance import corpus
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
@@ -116,6 +117,29 @@ def test_epoch_millis_time_and_late_rows_return(spark):
     assert sorted((r.window_start, r.window_end, r.s) for r in out.collect()) == [
         (1000, 2000, 3), (2000, 3000, 3)]
     assert late.columns == ["key", "t", "v"] and late.count() == 0  # batch: nothing late
+
+
+def test_several_specs_carry_event_columns_only_with_a_per_event_spec(spark):
+    """The several-specs form (``adapters.engine.rows.output_columns``): the time and value
+    columns only when a spec is per-event, or when the rows also carry late events."""
+    df = spark.createDataFrame([("k", 1000, 1), ("k", 1500, 2), ("k", 2500, 3)],
+                               "key string, t long, v long")
+    aggs = {"s": {"fn": "sum", "field": "v"}}
+    ranges = sliding_aggregate(df, key="key", time="t", window=[tumbling(1000), tumbling(2000)],
+                               aggregations=aggs)
+    assert ranges.columns == ["window", "key", "window_start", "window_end", "s"]
+    assert sorted(tuple(r) for r in ranges.collect()) == [
+        (0, "k", 1000, 2000, 3), (0, "k", 2000, 3000, 3), (1, "k", 0, 2000, 3),
+        (1, "k", 2000, 4000, 3)]
+    mixed = sliding_aggregate(df, key="key", time="t", window=[tumbling(1000), over(1000)],
+                              aggregations=aggs)
+    assert mixed.columns == ["window", "key", "window_start", "window_end", "t", "v", "s"]
+    assert sorted((r.t, r.v) for r in mixed.collect() if r.window == 1) == [
+        (1000, 1), (1500, 2), (2500, 3)]
+    included = sliding_aggregate(df, key="key", time="t", window=tumbling(1000),
+                                 aggregations=aggs, late_rows="include")
+    assert included.columns == ["window", "key", "window_start", "window_end", "t", "v", "s",
+                                "late"]
 
 
 def test_custom_aggregation_needs_and_uses_output_types(spark):
@@ -458,8 +482,8 @@ def test_json_fixer_restores_non_finite_floats():
         {"name": "xs", "type": {"type": "array", "elementType": "double", "containsNull": True},
          "nullable": True, "metadata": {}},
         {"name": "s", "type": "string", "nullable": True, "metadata": {}}]})
-    fix = json_fixer(schema)
+    fix = json_fixer(json_shape(schema))
     v = fix({"x": "NaN", "xs": ["Infinity", 1.0, None, "-Infinity"], "s": "NaN"})
     assert math.isnan(v["x"]) and v["xs"][0] == math.inf and v["xs"][3] == -math.inf
     assert v["s"] == "NaN" and v["xs"][1:3] == [1.0, None]
-    assert json_fixer(StructType.fromJson({"type": "struct", "fields": []})) is None
+    assert json_fixer(json_shape(StructType.fromJson({"type": "struct", "fields": []}))) is None
