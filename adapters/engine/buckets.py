@@ -114,10 +114,14 @@ class BucketBackend:
         self._new = []
 
     def _compact(self) -> None:
-        """Rewrite the log without the elements below their key's trim bound."""
+        """Rewrite the log without the elements below their key's trim bound (read as the
+        engine streams it: the dead elements are never all in memory at once, which matters
+        for the KVS layout, whose log holds the pending events only)."""
         b = self.bucket
-        read = [(bytes(k), bytes(s)) for k, s in self._log_state.get()]
-        kept = [(k, s) for k, s in read + self._new if _live(b, k, s)]
+        kept = [(kid, blob) for kid, blob in ((bytes(k), bytes(s))
+                                              for k, s in self._log_state.get())
+                if _live(b, kid, blob)]
+        kept += [(k, s) for k, s in self._new if _live(b, k, s)]
         if kept:
             self._log_state.put(kept)
         else:
