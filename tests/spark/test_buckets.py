@@ -5,8 +5,10 @@ rebuilds (another worker served the bucket) and log rewrites."""
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -102,6 +104,20 @@ def test_blob_round_trip_and_clear_errors():
     blob = encode_bucket(b)
     with pytest.raises(StateError, match="version 9"):
         decode_bucket(blob[:4] + b"\x09" + blob[5:], 16)
+
+
+def test_state_variables_are_the_golden_ones():
+    """The bucket's state variables, names and schemas (``tests/golden/spark_state.json``):
+    Spark reads a checkpoint back only with the same ones. Fix the code, never the
+    sample."""
+    from spark_adapter import _buckets as sb
+
+    golden = json.loads((Path(__file__).parent.parent / "golden" / "spark_state.json")
+                        .read_text())
+    assert golden == {"meta": {"name": sb.BMETA_STATE, "value": sb.BMETA_SCHEMA},
+                      "log": {"name": sb.BLOG_STATE, "element": sb.BLOG_SCHEMA},
+                      "pairs": {"name": sb.BPAIRS_STATE, "key": sb.BPAIRS_KEY_SCHEMA,
+                                "value": sb.BPAIRS_VALUE_SCHEMA}}
 
 
 QUERY = Query.build([{"kind": "sliding", "range": 40, "slide": 10}],
