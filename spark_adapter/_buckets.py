@@ -6,10 +6,11 @@ micro-batch (:meth:`adapters.WindowDriver.process_batch`) and advances the bucke
 due keys (:meth:`~adapters.WindowDriver.advance_keys`); one event-time timer per bucket
 (the earliest of its keys' timers).
 
-Why: every state or timer call of a ``transformWithStateInPandas`` processor is a socket round trip
-to the JVM (milliseconds each, ``docs/spark.md``), and the one-key-per-call layout makes about
-seven per key and micro-batch (meta read and write, log append, list/delete/register timer), which
-dominated the streaming time. Here a bucket's call makes about five whatever its number of keys.
+Why: every state or timer call of a ``transformWithStateInPandas`` processor is a socket
+round trip to the JVM (milliseconds each, ``docs/spark.md``); one key per call would make
+about seven per key and micro-batch (meta read and write, log append, list/delete/register
+timer), which dominated the streaming time when Spark ran that way. Here a bucket's call
+makes about five whatever its number of keys.
 
 State of a bucket (the only streaming layout):
 
