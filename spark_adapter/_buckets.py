@@ -18,8 +18,8 @@ State of a bucket (the only streaming layout):
   (:mod:`adapters.state.buckets`: bucket count, registered timer; per key its id (the key's
   JSON text), the driver's metadata bytes, its timer, and its log trim bound);
 * ``swag_blog`` (``ListState``, ``k binary, seg binary``): per key and call that accepted
-  events one element: the key id and the entry as a one-entry segment of the version-1
-  segment format (:mod:`adapters.state.segments`);
+  events one element: the key id and the call's log entries as one segment
+  (:mod:`adapters.state.segments`);
 * ``swag_bpairs`` (``MapState``, ``k binary, slot long`` -> ``pair binary``), declared when
   the query has an over window (:attr:`adapters.QueryPlan.pair_map`): the KVS layout's pair
   map of every key of the bucket (``Query.layout``, ``docs/adapters.md``, "KVS layout"),
