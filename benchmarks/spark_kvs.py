@@ -1,22 +1,23 @@
 """The KVS layout through Spark streaming: one key, an OVER window of ``n``
-events with ``max``, ``layout="kvs"`` against ``layout="memory"`` (``key_buckets=None``, the
-per-key processor whose ``MapState`` ``swag_pairs`` holds the pairs, ``docs/spark.md``).
+events with ``max``, ``layout="kvs"`` against ``layout="memory"`` (the bucket processor,
+whose ``MapState`` ``swag_bpairs`` holds the pairs of its keys, ``docs/spark.md``).
 
 Data: ``2 n`` events of one key, one per millisecond (so the window, range ``n - 1`` ms,
 holds ``n`` events from the ``n``-th on), a long column ``v``, written as Parquet files of
 :data:`PER_FILE` events read one per micro-batch (the same micro-batch size at every ``n``,
 so the worker's memory for the batch in flight is the same), watermark 0 s, ``availableNow``
 trigger into a Parquet sink (one row per event). Per cell a fresh SparkContext (fresh Python
-workers, so their peak RSS is the cell's own); the layouts alternate within each ``n``,
-after a warm-up run of each on a small input (not recorded).
+workers, so their peak RSS is the cell's own); the layouts alternate within each ``n`` and
+round (``--rounds``; each round starts with the layout the previous one ended with, so
+neither always runs first), after a warm-up run of each on a small input (not recorded).
 
 Measured: the wall time of the whole query (start to termination: events/s = ``2 n`` /
 wall), and the Python workers' peak resident memory: the largest ``VmHWM`` (the kernel's
 peak RSS) of a Python process below the JVM, sampled every 0.2 s and at the end. The rows
 of both layouts are compared (same count, same maxima).
 
-Run: ``.venvs/spark/bin/python -m benchmarks.spark_kvs [--sizes 16,19,22]`` (log2 of ``n``).
-Stores ``benchmarks/results/spark_kvs.json``.
+Run: ``.venvs/spark/bin/python -m benchmarks.spark_kvs [--sizes 16,19,22] [--rounds 1]`` (log2
+of ``n``). Stores ``benchmarks/results/spark_kvs.json``.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def one_run(data: str, tmp: str, n: int, layout: str) -> dict[str, Any]:
            .option("maxFilesPerTrigger", 1).parquet(data))
     result = sliding_aggregate(src, key="key", time="ts", window=over(n - 1),
                                aggregations={"mx": {"fn": "max", "field": "v"}},
-                               watermark="0 seconds", key_buckets=None, layout=layout)
+                               watermark="0 seconds", layout=layout)
     peaks: dict[int, int] = {}
     stop = threading.Event()
 
@@ -108,7 +109,27 @@ def one_run(data: str, tmp: str, n: int, layout: str) -> dict[str, Any]:
             "rows": int(rows["c"]), "rows_digest": int(rows["h"] or 0)}
 
 
-def measure(sizes: list[int]) -> dict[str, Any]:
+def started(data: str, tmp: str, n: int, layout: str, attempts: int = 3) -> dict[str, Any]:
+    """:func:`one_run`, again (from scratch) when Spark gave up on a Python worker's start
+    (it waits 10 s for a new worker to connect back, which a loaded machine can miss; the
+    run records how many starts it took)."""
+    for attempt in range(1, attempts + 1):
+        shutil.rmtree(os.path.join(tmp, f"out_{n}_{layout}"), ignore_errors=True)
+        shutil.rmtree(os.path.join(tmp, f"out_{n}_{layout}_ckpt"), ignore_errors=True)
+        try:
+            return {**one_run(data, tmp, n, layout), "starts": attempt}
+        except Exception as exc:
+            if "failed to connect back" not in str(exc) or attempt == attempts:
+                raise
+            from pyspark.sql import SparkSession
+
+            active = SparkSession.getActiveSession()
+            if active is not None:
+                active.stop()
+    raise AssertionError("unreachable")
+
+
+def measure(sizes: list[int], rounds: int = 1) -> dict[str, Any]:
     tmp = tempfile.mkdtemp(prefix="swag-kvs-bench-")
     load = os.getloadavg()[0]
     results = []
@@ -116,24 +137,26 @@ def measure(sizes: list[int]) -> dict[str, Any]:
         # warm-up, not recorded: the JVM's JIT would otherwise slow the first cell only
         write_files(os.path.join(tmp, "warm"), 1 << 10)
         for layout in LAYOUTS:
-            one_run(os.path.join(tmp, "warm"), tmp, 1 << 10, layout)
+            started(os.path.join(tmp, "warm"), tmp, 1 << 10, layout)
         for log2 in sizes:
             n = 1 << log2
             data = os.path.join(tmp, f"in_{n}")
             write_files(data, n)
-            cell = [one_run(data, tmp, n, layout) for layout in LAYOUTS]
-            same = len({(r["rows"], r["rows_digest"]) for r in cell}) == 1
-            for r in cell:
-                r["same_rows"] = same
-                r["load_average"] = round(os.getloadavg()[0], 2)
-                print(json.dumps(r), flush=True)
-                results.append(r)
+            for i in range(rounds):
+                order = LAYOUTS if i % 2 == 0 else LAYOUTS[::-1]
+                cell = [started(data, tmp, n, layout) for layout in order]
+                same = len({(r["rows"], r["rows_digest"]) for r in cell}) == 1
+                for r in cell:
+                    r["same_rows"], r["round"] = same, i
+                    r["load_average"] = round(os.getloadavg()[0], 2)
+                    print(json.dumps(r), flush=True)
+                    results.append(r)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     import pyspark
 
     return {"spark": pyspark.__version__, "load_average_at_start": round(load, 2),
-            "per_file": PER_FILE, "results": results}
+            "per_file": PER_FILE, "rounds": rounds, "results": results}
 
 
 def table(results: list[dict[str, Any]], per_file: int | None = None) -> str:
@@ -161,9 +184,9 @@ def markdown(payload: dict[str, Any]) -> str:
            f"Spark {payload['spark']}, `local[2]`, one shuffle partition. One key, an OVER "
            f"window of n events (`range = n - 1` ms, one event per ms) with max, 2n events "
            f"in Parquet files of {payload['per_file']:,} events read one per micro-batch, "
-           "`key_buckets=None` (the per-key processor: `swag_pairs` `MapState` for the KVS "
-           "layout), the two layouts alternating per n, each on a fresh SparkContext "
-           "after an unrecorded warm-up of both "
+           "the bucket processor (`swag_bpairs` `MapState` for the KVS layout), the two "
+           f"layouts alternating per n in {payload.get('rounds', 1)} round(s), each on a "
+           "fresh SparkContext after an unrecorded warm-up of both "
            "(`python -m benchmarks.spark_kvs`; `benchmarks/results/spark_kvs.json`). "
            "events/s: 2n / wall time of the whole query (start to termination, with "
            "Spark's planning and per-micro-batch costs); memory: the Python workers' peak "
@@ -176,7 +199,7 @@ def markdown(payload: dict[str, Any]) -> str:
 
 def _reading(results: list[dict[str, Any]]) -> str:
     """What the table says (every number from ``results``)."""
-    cells = {(r["n"], r["layout"]): r for r in results}
+    cells = _medians(results)
     sizes = sorted({r["n"] for r in results})
     rss = "; ".join(f"{cells[n, 'kvs']['worker_peak_rss_mb']} vs "
                     f"{cells[n, 'memory']['worker_peak_rss_mb']} MB at 2^{n.bit_length() - 1}"
@@ -197,8 +220,20 @@ def _reading(results: list[dict[str, Any]]) -> str:
             "`docs/adapters.md`) is for windows that do not fit the worker.\n")
 
 
-def _record(sizes: list[int]) -> None:
-    payload = measure(sizes)
+def _medians(results: list[dict[str, Any]]) -> dict[tuple[int, str], dict[str, Any]]:
+    """Per ``(n, layout)``: the median events/s and the largest peak RSS over the rounds."""
+    import statistics
+
+    runs: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for r in results:
+        runs.setdefault((r["n"], r["layout"]), []).append(r)
+    return {cell: {"events_per_s": statistics.median(r["events_per_s"] for r in rs),
+                   "worker_peak_rss_mb": max(r["worker_peak_rss_mb"] for r in rs)}
+            for cell, rs in runs.items()}
+
+
+def _record(sizes: list[int], rounds: int = 1) -> None:
+    payload = measure(sizes, rounds)
     common.save("spark_kvs", payload,
                 clock="wall (time.perf_counter) of the whole streaming query; Python worker "
                       "peak RSS = max VmHWM from /proc")
@@ -213,8 +248,10 @@ def run(quick: bool = False) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="16,19,22", help="log2 of the window sizes")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="runs of each layout per size, alternating which goes first")
     args = parser.parse_args(argv)
-    _record([int(s) for s in args.sizes.split(",")])
+    _record([int(s) for s in args.sizes.split(",")], args.rounds)
     return 0
 
 

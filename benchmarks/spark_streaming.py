@@ -526,16 +526,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sides", default="native,swag",
                         help="native, swag (its default path), sliced (presliced=True), "
                              "floor (swag's layout with a no-op processor, once per workload)")
-    parser.add_argument("--key-buckets", default=None,
-                        help="sliding_aggregate's key_buckets (a number, or 'none')")
+    parser.add_argument("--key-buckets", default=None, type=int,
+                        help="sliding_aggregate's key_buckets")
     parser.add_argument("--presliced", default=None, choices=["auto", "true", "false"],
                         help="sliding_aggregate's presliced (default: its own default)")
     parser.add_argument("--out", default=None,
                         help="store the results as benchmarks/results/<OUT>.json")
     args = parser.parse_args(argv)
     if args.key_buckets is not None:
-        SWAG_OPTIONS["key_buckets"] = (None if args.key_buckets == "none"
-                                       else int(args.key_buckets))
+        SWAG_OPTIONS["key_buckets"] = args.key_buckets
     if args.presliced is not None:
         SWAG_OPTIONS["presliced"] = {"auto": None, "true": True, "false": False}[args.presliced]
     payload = measure(args.events, args.keys, max(1, args.events // args.files),

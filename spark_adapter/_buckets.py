@@ -6,22 +6,28 @@ micro-batch (:meth:`adapters.WindowDriver.process_batch`) and advances the bucke
 due keys (:meth:`~adapters.WindowDriver.advance_keys`); one event-time timer per bucket
 (the earliest of its keys' timers).
 
-Why: every state or timer call of a ``transformWithStateInPandas`` processor is a socket round trip
-to the JVM (milliseconds each, ``docs/spark.md``), and the one-key-per-call layout makes about
-seven per key and micro-batch (meta read and write, log append, list/delete/register timer), which
-dominated the streaming time. Here a bucket's call makes about five whatever its number of keys.
+Why: every state or timer call of a ``transformWithStateInPandas`` processor is a socket
+round trip to the JVM (milliseconds each, ``docs/spark.md``); one key per call would make
+about seven per key and micro-batch (meta read and write, log append, list/delete/register
+timer), which dominated the streaming time when Spark ran that way. Here a bucket's call
+makes about five whatever its number of keys.
 
-State of a bucket (layout version 2; the per-key layout of :mod:`adapters.engine.segment_log` is
-version 1, used with ``key_buckets=None``):
+State of a bucket (the only streaming layout):
 
 * ``swag_bmeta`` (``ValueState``, ``m binary``): one blob
   (:mod:`adapters.state.buckets`: bucket count, registered timer; per key its id (the key's
   JSON text), the driver's metadata bytes, its timer, and its log trim bound);
 * ``swag_blog`` (``ListState``, ``k binary, seg binary``): per key and call that accepted
-  events one element: the key id and the entry as a one-entry segment of the version-1
-  segment format (:mod:`adapters.state.segments`, unchanged).
+  events one element: the key id and the call's log entries as one segment
+  (:mod:`adapters.state.segments`);
+* ``swag_bpairs`` (``MapState``, ``k binary, slot long`` -> ``pair binary``), declared when
+  the query has an over window (:attr:`adapters.QueryPlan.pair_map`): the KVS layout's pair
+  map of every key of the bucket (``Query.layout``, ``docs/adapters.md``, "KVS layout"),
+  keyed by the key id and the map key of :mod:`adapters.state.pairs`. A key's per-event
+  structure is read from it a few pages at a time, so a worker holds a key's head and tail
+  pages, not its window.
 
-The backend over these two state variables (trim bounds, rewrites) and the bucket's call
+The backend over these state variables (trim bounds, rewrites) and the bucket's call
 are engine-free: :mod:`adapters.engine.buckets`. This module reads and writes Spark's rows.
 """
 
@@ -31,27 +37,28 @@ from collections.abc import Hashable, Iterator
 from typing import Any
 
 from adapters import Output
-from adapters.engine.buckets import BucketBackend, run_bucket
-from adapters.engine.timers import rearm
-
-from ._names import KEY_IN, ORDER_IN, TIME_IN, VALUE_IN
-from ._packed import packed_frame, unpack_frames
-from ._runtime import (
-    Plan,
-    arrow_schema,
-    arrow_table,
+from adapters.engine.buckets import BucketBackend, BucketPairs, run_bucket
+from adapters.engine.columns import (
+    KEY_IN,
+    ORDER_IN,
+    TIME_IN,
+    VALUE_IN,
     arrow_values,
     decode_key,
-    driver_for,
     order_key,
-    pandas_frame,
     time_value,
     wide_columns,
 )
+from adapters.engine.timers import rearm
+
+from ._packed import packed_frame, unpack_frames
+from ._runtime import Plan, arrow_schema, arrow_table, driver_entry, pandas_frame
 
 BUCKET_IN = "swag_b"
-BMETA_STATE, BLOG_STATE = "swag_bmeta", "swag_blog"
+#: Names of the state variables (part of the checkpoint format: do not rename).
+BMETA_STATE, BLOG_STATE, BPAIRS_STATE = "swag_bmeta", "swag_blog", "swag_bpairs"
 BMETA_SCHEMA, BLOG_SCHEMA = "m binary", "k binary, seg binary"
+BPAIRS_KEY_SCHEMA, BPAIRS_VALUE_SCHEMA = "k binary, slot long", "pair binary"
 
 
 # ----------------------------------------------------------------------------- the calls
@@ -151,7 +158,14 @@ class BucketProcessor:
         self.handle = handle
         self.meta = handle.getValueState(BMETA_STATE, BMETA_SCHEMA)
         self.log = handle.getListState(BLOG_STATE, BLOG_SCHEMA)
-        self.driver = driver_for(self.plan)
+        self.driver, pairs = driver_entry(self.plan)
+        # the pair map whenever the query has an over window, whatever its layout: a key
+        # whose structure is in the map keeps it there (kvs_lanes.uses_pairs)
+        route = self.plan.route
+        self.pair_state = (handle.getMapState(BPAIRS_STATE, BPAIRS_KEY_SCHEMA,
+                                              BPAIRS_VALUE_SCHEMA)
+                           if route is not None and route.pair_map else None)
+        self.pairs: BucketPairs | None = pairs if self.pair_state is not None else None
         self.schema = None if self.plan.typed is None else arrow_schema(self.plan)
 
     def _call(self, frames: Any, timer_values: Any, fired_at: int | None) -> Iterator[Any]:
@@ -162,8 +176,10 @@ class BucketProcessor:
         ids: dict[Hashable, bytes] = {}
         texts: dict[int, str] = {}
         events = bucket_events(self.plan, frames, ids, texts) if frames is not None else []
+        if self.pairs is not None:
+            self.pairs.bind(self.pair_state)
         backend = BucketBackend(self.meta, self.log, self.buckets, ids,
-                                lambda text: decode_key(self.plan, text))
+                                lambda text: decode_key(self.plan, text), self.pairs)
         if fired_at is not None:  # Spark dropped the timer that fired
             backend.bucket.timer = None
             backend.changed()

@@ -1,16 +1,17 @@
-"""What runs in the Spark Python workers: the state mapping, the stateful processor
-(streaming, ``transformWithStateInPandas``) and the grouped function (batch,
-``applyInArrow``). Translation only: every decision about windows, lateness and state
-lives in :class:`adapters.WindowDriver`.
+"""What runs in the Spark Python workers: the plan, the drivers, and the rows' encoding for
+the stateful processor (streaming, ``transformWithStateInPandas``,
+:mod:`spark_adapter._buckets`) and the grouped function (batch, ``applyInArrow``).
+Translation only: every decision about windows, lateness and state lives in
+:class:`adapters.WindowDriver`.
 
 The rows between Spark and Python are :mod:`adapters.engine.columns`' (built by
 :mod:`spark_adapter.api`):
 
-* streaming, bucket layout: typed rows as in batch, except that the keys are always
-  ``swag_k`` JSON text, packed per bucket into Arrow IPC rows and back
+* streaming (:mod:`spark_adapter._buckets`): typed rows as in batch, except that the keys
+  are always ``swag_k`` JSON text, packed per bucket into Arrow IPC rows and back
   (:mod:`spark_adapter._packed`);
-* streaming, per-key layout and pre-sliced (pandas frames, :data:`WIDE_SCHEMA` out): the
-  keys and the values as JSON text;
+* streaming, pre-sliced (pandas frames, :data:`WIDE_SCHEMA` out): the keys and the values
+  as JSON text;
 * batch (Arrow tables, :func:`batch_schema` out): the keys typed if every key column has a
   scalar type, each scalar value column typed, the others (arrays, structs) as JSON;
 * batch, pre-sliced (:mod:`spark_adapter._presliced`): the same key columns, ``swag_t`` the
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,45 +34,24 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from adapters import Output, Query, QueryPlan, WindowDriver
+from adapters import Query, QueryPlan, WindowDriver
 from adapters.engine import columns
+from adapters.engine.buckets import BucketPairs
 from adapters.engine.columns import (
     AGGS_OUT,
     END_OUT,
     EVENT_OUT,
     KEY_OUT,
-    ORDER_IN,
     START_OUT,
-    TIME_IN,
     TIME_OUT,
     TYPED_AGG_OUT,
     TYPED_EVENT_OUT,
-    VALUE_IN,
     WINDOW_OUT,
     Typed,
-    decode_key,
-    json_values,
-    order_key,
-    time_value,
-    wide_columns,
 )
-from adapters.engine.columns import arrow_values as arrow_values  # spark_adapter._buckets
-from adapters.engine.segment_log import SegmentLogPairsState, SegmentLogState
-from adapters.engine.timers import rearm
 
 from ._presliced import SlicePlan
 from ._types import SparkTypeError
-
-#: Names of the state variables (part of the checkpoint format: do not rename).
-META_STATE = "swag_meta"
-LOG_STATE = "swag_log"
-META_SCHEMA = "m binary"
-LOG_SCHEMA = "seg binary"
-#: The pair map of the KVS layout (``MapState``; declared when the driver's plan offers it,
-#: :func:`declares_pairs`).
-PAIRS_STATE = "swag_pairs"
-PAIRS_KEY_SCHEMA = "slot long"
-PAIRS_VALUE_SCHEMA = "pair binary"
 
 
 @dataclass
@@ -105,56 +85,18 @@ class Plan:
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
-class SparkPairMap:
-    """:class:`adapters.state.pairs.PairMap` over a ``MapState`` ``swag_pairs``
-    (``slot long`` -> ``pair binary``) of the current grouping key.
-
-    One per driver, not per task: the driver's cached KVS structures keep the pair map they
-    were built with across micro-batches, while each task's processor has its own
-    ``MapState`` (a connection of that task). So the processor binds (:meth:`bind`) its
-    ``MapState`` before every call into the driver, and a cached structure only touches the
-    map inside a call for its own key (Spark sets that key on the JVM side). Each element is
-    one JVM round trip (PySpark 4.3 has no batched map calls); the driver reads the few
-    pairs a call needs and writes at most a buffer's worth per call.
-    """
-
-    __slots__ = ("_map",)
-
-    def __init__(self) -> None:
-        self._map: Any = None
-
-    def bind(self, map_state: Any) -> None:
-        """Direct the calls to ``map_state`` (the running task's)."""
-        self._map = map_state
-
-    def get_many(self, keys: Sequence[int]) -> list[bytes | None]:
-        get = self._map.getValue
-        out: list[bytes | None] = []
-        for k in keys:
-            row = get((k,))
-            out.append(None if row is None else bytes(row[0]))
-        return out
-
-    def put_many(self, items: Sequence[tuple[int, bytes]]) -> None:
-        update = self._map.updateValue
-        for k, v in items:
-            update((k,), (v,))
-
-    def delete_many(self, keys: Sequence[int]) -> None:
-        remove = self._map.removeKey
-        for k in keys:
-            remove((k,))
+_DRIVERS: OrderedDict[str, tuple[WindowDriver, BucketPairs]] = OrderedDict()
 
 
-_DRIVERS: OrderedDict[str, tuple[WindowDriver, SparkPairMap]] = OrderedDict()
-
-
-def _driver_entry(plan: Plan) -> tuple[WindowDriver, SparkPairMap]:
+def driver_entry(plan: Plan) -> tuple[WindowDriver, BucketPairs]:
+    """The worker process's driver for ``plan`` (created on first use) and the pair maps its
+    cached KVS structures use (:class:`~adapters.engine.buckets.BucketPairs`: the processor
+    binds its map state to them before each call)."""
     entry = _DRIVERS.get(plan.token)
     if entry is None:
         query = plan.query if plan.slices is None else plan.slices.query
         entry = (WindowDriver(query, max_cached_keys=plan.max_cached_keys,
-                              time_field=plan.time_name), SparkPairMap())
+                              time_field=plan.time_name), BucketPairs())
         _DRIVERS[plan.token] = entry
         while len(_DRIVERS) > 8:
             _DRIVERS.popitem(last=False)
@@ -165,30 +107,7 @@ def _driver_entry(plan: Plan) -> tuple[WindowDriver, SparkPairMap]:
 
 def driver_for(plan: Plan) -> WindowDriver:
     """The worker process's driver for ``plan`` (created on first use)."""
-    return _driver_entry(plan)[0]
-
-
-def decode_events(plan: Plan, frames: Any,
-                  texts: dict[int, str] | None = None) -> list[tuple[Any, Any]]:
-    """Streaming: ``(time, value)`` events from pandas frames of ``swag_t, swag_v[, swag_o]``,
-    in arrival order (or ``swag_o`` order when the plan has an order-by column). ``texts``,
-    if given, receives ``id(value) -> JSON text`` so that :func:`wide_columns` can send an
-    event of this call back without serializing it again (the values stay alive, held by
-    the returned list, while the ids are used)."""
-    events: list[tuple[Any, Any]] = []
-    orders: list[Any] = []
-    for pdf in frames:
-        times = pdf[TIME_IN].tolist()
-        if not plan.time_is_string:
-            times = [time_value(t) for t in times]
-        events.extend(zip(times, json_values(plan, pdf[VALUE_IN].tolist(), texts)))
-        if plan.has_order:
-            orders.extend(pdf[ORDER_IN].tolist())
-    if plan.has_order and events:
-        # stable sort by the order-by column, nulls last
-        idx = sorted(range(len(events)), key=lambda i: order_key(orders[i]))
-        events = [events[i] for i in idx]
-    return events
+    return driver_entry(plan)[0]
 
 
 def pandas_frame(cols: dict[str, list[Any]]) -> Any:
@@ -205,14 +124,6 @@ def pandas_frame(cols: dict[str, list[Any]]) -> Any:
         EVENT_OUT: cols[EVENT_OUT],
         AGGS_OUT: cols[AGGS_OUT],
     })
-
-
-def encode_output(plan: Plan, key_json: str, out: Output,
-                  texts: dict[int, str] | None = None) -> Any:
-    """Streaming: the driver's output as one pandas frame of :data:`WIDE_SCHEMA` (``None`` if
-    empty). ``texts``: JSON texts of this call's event values (see :func:`decode_events`)."""
-    cols = wide_columns(plan, key_json, out, texts)
-    return None if cols is None else pandas_frame(cols)
 
 
 def batch_schema(plan: Plan) -> StructType:
@@ -247,93 +158,3 @@ def arrow_table(plan: Plan, schema: Any, cols: dict[str, list[Any]]) -> Any:
     """Batch: :func:`adapters.engine.columns.arrow_table` of :func:`batch_schema`'s Arrow
     form, a misfit value raising :class:`SparkTypeError`."""
     return columns.arrow_table(plan, schema, cols, SparkTypeError)
-
-
-# ----------------------------------------------------------------------------- streaming
-def declares_pairs(plan: Plan) -> bool:
-    """Whether the per-key processor declares the pair map state (the driver's plan says
-    whether the query can use the KVS layout, :attr:`adapters.QueryPlan.pair_map`)."""
-    return plan.route is not None and plan.route.pair_map
-
-
-class KeyProcessor:
-    """Feeds each key's micro-batch to the driver; one event-time timer per key.
-    The methods of the ``StatefulProcessor`` that :func:`make_processor` makes (it adds
-    Spark's base class, which only the streaming extras provide)."""
-
-    def __init__(self, plan: Plan) -> None:
-        self.plan = plan
-        self.with_pairs = declares_pairs(plan)
-
-    def init(self, handle: Any) -> None:
-        self.handle = handle
-        self.meta = handle.getValueState(META_STATE, META_SCHEMA)
-        self.log = handle.getListState(LOG_STATE, LOG_SCHEMA)
-        self.driver, self.pairs = _driver_entry(self.plan)
-        # A checkpoint written without the map state restores with it: Spark accepts a
-        # new state variable (tests/spark/test_kvs_state.py).
-        self.pair_state = (handle.getMapState(PAIRS_STATE, PAIRS_KEY_SCHEMA,
-                                              PAIRS_VALUE_SCHEMA)
-                           if self.with_pairs else None)
-
-    def _state(self) -> SegmentLogState:
-        # the key's meta (ValueState swag_meta) and log (ListState swag_log of segments)
-        if self.pair_state is None:
-            return SegmentLogState(self.meta, self.log)
-        self.pairs.bind(self.pair_state)
-        return SegmentLogPairsState(self.meta, self.log, self.pairs)
-
-    def _watermark(self, timer_values: Any) -> int | None:
-        # Spark reports 0 before the first watermark exists (and its watermarks never go
-        # below 0): treat it as "no watermark yet".
-        wm = timer_values.getCurrentWatermarkInMs()
-        return wm if wm > 0 else None
-
-    def _timer(self, dkey: Any, out: Output) -> None:
-        # Parameter names of handleExpiredTimer/handleInputRows are fixed by Spark (it
-        # calls them with keywords). One timer per key (adapters.engine.timers); Spark
-        # fires at watermark >= T and its watermark means the driver's, so T = N.
-        want = out.timers.get(dkey)
-        change = rearm(None if want is None else int(want), list(self.handle.listTimers()))
-        if change is not None:
-            change.carry_out(self.handle.deleteTimer, self.handle.registerTimer)
-
-    def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Iterator[Any]:
-        key_json = key[0]
-        dkey = decode_key(self.plan, key_json)
-        texts: dict[int, str] = {}
-        events = decode_events(self.plan, rows, texts)
-        state = self._state()
-        out = self.driver.process(dkey, events, state, watermark=self._watermark(timerValues))
-        self._timer(dkey, out)
-        frame = encode_output(self.plan, key_json, out, texts)
-        if frame is not None:
-            yield frame
-
-    def handleExpiredTimer(self, key: Any, timerValues: Any,
-                           expiredTimerInfo: Any) -> Iterator[Any]:
-        key_json = key[0]
-        dkey = decode_key(self.plan, key_json)
-        wm = self._watermark(timerValues)
-        if wm is None:  # cannot happen: a timer fires only once the watermark passed it
-            wm = expiredTimerInfo.getExpiryTimeInMs()
-        state = self._state()
-        out = self.driver.advance_watermark(dkey, wm, state)
-        self._timer(dkey, out)
-        frame = encode_output(self.plan, key_json, out)
-        if frame is not None:
-            yield frame
-
-    def close(self) -> None:
-        pass
-
-
-def make_processor(plan: Plan) -> Any:
-    """The :class:`StatefulProcessor` for ``transformWithStateInPandas`` (built lazily so
-    that importing this module does not need the streaming extras)."""
-    from pyspark.sql.streaming import StatefulProcessor
-
-    class SwagProcessor(KeyProcessor, StatefulProcessor):
-        """Feeds each key's micro-batch to the driver; one event-time timer per key."""
-
-    return SwagProcessor(plan)

@@ -62,7 +62,7 @@ from ._buckets import BUCKET_IN, make_bucket_processor
 from ._names import WIDE_SCHEMA
 from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer, make_unpacker
 from ._presliced import SlicePlan, slice_kinds
-from ._runtime import Plan, Typed, batch_schema, make_processor
+from ._runtime import Plan, Typed, batch_schema
 from .session import ROCKSDB
 
 #: Default name of the observed metric of a streaming query (``lastProgress``'s
@@ -220,7 +220,7 @@ def _aggregate_type(spec: AggSpec, raw: Any, value_types: Mapping[str, DataType]
 
 def _facts(df: DataFrame, query: Query, value_types: Mapping[str, DataType],
            key_types: Sequence[DataType] | None, typed: Typed, time_is_string: bool,
-           presliced: bool | None, blocked: str | None, key_buckets: int | None
+           presliced: bool | None, blocked: str | None, key_buckets: int
            ) -> EngineFacts:
     """What this call can do, for the driver's planner (:meth:`adapters.WindowDriver.plan`).
     ``typed``: the batch transport (whose typed number columns a finished key can hand to
@@ -241,18 +241,14 @@ def _facts(df: DataFrame, query: Query, value_types: Mapping[str, DataType],
             columns = None
     if not df.isStreaming:
         calls, state = EngineFacts.FINISHED, "none (batch: each key's whole input at once)"
-    elif key_buckets is None:
-        calls, state = EngineFacts.PER_KEY, "one state and timer per key (key_buckets=None)"
     else:
         calls, state = EngineFacts.MANY_KEYS, f"{key_buckets} key buckets, one state and timer each"
-    return EngineFacts("spark", df.isStreaming, calls, state,
-                       pair_maps=df.isStreaming and key_buckets is None,
+    return EngineFacts("spark", df.isStreaming, calls, state, pair_maps=df.isStreaming,
                        slice_kinds=slice_kinds(value_types), presliced=presliced,
                        preslice_block=blocked, column_fields=columns)
 
 
-def _stream_block(streaming: bool, watermark: Any, late_rows: str,
-                  key_buckets: int | None) -> str | None:
+def _stream_block(streaming: bool, watermark: Any, late_rows: str) -> str | None:
     """Why a streaming call cannot pre-slice whatever its query (``None``: it may, or the
     call is batch; the query's own rules are the planner's)."""
     if not streaming:
@@ -262,8 +258,6 @@ def _stream_block(streaming: bool, watermark: Any, late_rows: str,
                 "column, which the adapter sets only when given the delay)")
     if late_rows != "drop":
         return f"late_rows={late_rows!r} (late events are returned one by one)"
-    if key_buckets is None:
-        return "key_buckets=None (pre-sliced streaming runs in the bucket layout)"
     return None
 
 
@@ -306,9 +300,9 @@ def _check_streaming_conf(df: DataFrame) -> None:
 
 
 # ----------------------------------------------------------------------------- the API
-def _check_key_buckets(key_buckets: int | None) -> None:
-    if key_buckets is not None and (type(key_buckets) is not int or key_buckets < 1):
-        raise ValueError(f"key_buckets must be a positive int or None, got {key_buckets!r}")
+def _check_key_buckets(key_buckets: int) -> None:
+    if type(key_buckets) is not int or key_buckets < 1:
+        raise ValueError(f"key_buckets must be a positive int, got {key_buckets!r}")
 
 
 def _observed(wide: DataFrame, metric: str | Observation | None, streaming: bool) -> DataFrame:
@@ -365,10 +359,9 @@ _SLIDING_AGGREGATE = """Exact window aggregates per key, on a streaming or a bat
             (null for a window without others); ``"error"``: they are bad input
             (``BadEventError`` naming key and field). Custom aggregations get them as they are.
         key_buckets: streaming only: keys hashed into this many buckets, one Python call per
-            bucket (part of the checkpoint, ``docs/spark.md``, "State"); ``None``: one call
-            per key (checkpoints written before ``key_buckets`` existed need it).
+            bucket (part of the checkpoint, ``docs/spark.md``, "State").
         layout: where a key's over-window structures live (``Query.layout``: ``"memory"``,
-            ``"kvs"``, ``"auto"``); the KVS layout needs streaming with ``key_buckets=None``
+            ``"kvs"``, ``"auto"``); the KVS layout needs streaming (the bucket's map state)
             and pays off for large windows (``docs/spark.md``).
 
     Returns:
@@ -402,7 +395,7 @@ def sliding_aggregate(
     max_cached_keys: int | None = 100_000,
     presliced: bool | None = None,
     nulls: str = "skip",
-    key_buckets: int | None = KEY_BUCKETS,
+    key_buckets: int = KEY_BUCKETS,
     layout: str = "memory",
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
     call = _prepare(df, key, time, window, aggregations, watermark, allowed_lateness,
@@ -438,7 +431,7 @@ def _prepare(df: DataFrame, key: str | Sequence[str], time: str, window: Any,
              aggregations: Mapping[str, Any], watermark: Any, allowed_lateness: Any,
              algorithm: str, late_rows: str, order_by: str | None,
              output_types: Mapping[str, Any] | None, max_cached_keys: int | None,
-             presliced: bool | None, nulls: str, key_buckets: int | None, layout: str
+             presliced: bool | None, nulls: str, key_buckets: int, layout: str
              ) -> _Call:
     """The arguments checked and the workers' plan (:func:`sliding_aggregate`)."""
     columns, key_names, time_type = _check_arguments(
@@ -448,7 +441,7 @@ def _prepare(df: DataFrame, key: str | Sequence[str], time: str, window: Any,
                          aggregations, allowed_lateness, nulls=nulls, layout=layout,
                          algorithm=None if algorithm in (None, "auto") else algorithm)
     query = parse_query(spec)
-    blocked = _stream_block(df.isStreaming, watermark, late_rows, key_buckets)
+    blocked = _stream_block(df.isStreaming, watermark, late_rows)
     call = _plan_call(df, query, columns, key_names, time, time_type, spec["aggregations"],
                       output_types, late_rows, order_by, max_cached_keys, presliced, blocked,
                       key_buckets)
@@ -505,7 +498,7 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
                aggregations: Mapping[str, Any], output_types: Mapping[str, Any] | None,
                late_rows: str, order_by: str | None, max_cached_keys: int | None,
                presliced: bool | None, blocked: str | None,
-               key_buckets: int | None) -> _Call:
+               key_buckets: int) -> _Call:
     """The workers' :class:`Plan`: which columns travel how, the output types, slicing.
     Typed columns (:class:`Typed`): batch, and the streaming bucket layout's packed
     transport; the per-key layout and pre-sliced streaming keep JSON rows."""
@@ -531,7 +524,7 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
         names = [n for n, _ in typed.values] if not df.isStreaming else list(value_types)
         slices = SlicePlan(route.presliced, {n: f"{VALUE_IN}{i}" for i, n in enumerate(names)})
     transport: Typed | None = typed
-    if df.isStreaming and (key_buckets is None or slices is not None):
+    if df.isStreaming and slices is not None:
         transport = None
     typed_values = dict(transport.values) if transport is not None else {}
     typed_aggs = dict(transport.aggs) if transport is not None else {}
@@ -593,14 +586,13 @@ def bucket_column(key_buckets: int) -> Column:
 
 
 def _run(df: DataFrame, call: _Call, watermark: Any, order_by: str | None,
-         key_buckets: int | None) -> DataFrame:
+         key_buckets: int) -> DataFrame:
     """The Python side's wide output (one row per window row, per-event row or late
     event): ``transformWithStateInPandas`` in streaming, ``applyInArrow`` in batch."""
     plan = call.plan
     columns, time, time_type = call.columns, plan.time_name, call.time_type
     source = _watermarked(df, time, time_type, watermark) if df.isStreaming else df
     if df.isStreaming and plan.slices is not None:
-        assert key_buckets is not None  # _stream_block
         prepared = _sliced_stream(source, plan, plan.slices, columns, call.time_col, time,
                                   time_type, order_by)
         group_cols = [BUCKET_IN]
@@ -608,7 +600,7 @@ def _run(df: DataFrame, call: _Call, watermark: Any, order_by: str | None,
         prepared_cols, group_cols = _input_columns(plan, columns, call.time_col, order_by)
         prepared = source.select(*prepared_cols)
     packed = df.isStreaming and plan.typed is not None
-    if df.isStreaming and key_buckets is not None:
+    if df.isStreaming:
         prepared = prepared.withColumn(BUCKET_IN, bucket_column(key_buckets))
         group_cols = [BUCKET_IN]
         if packed:  # one row per bucket and Arrow batch (spark_adapter._packed)
@@ -619,10 +611,8 @@ def _run(df: DataFrame, call: _Call, watermark: Any, order_by: str | None,
     grouped = prepared.groupBy(*group_cols)
     if not df.isStreaming:
         return grouped.applyInArrow(make_batch_function(plan), batch_schema(plan))
-    processor = (make_processor(plan) if key_buckets is None
-                 else make_bucket_processor(plan, key_buckets))
     wide = grouped.transformWithStateInPandas(
-        statefulProcessor=processor,
+        statefulProcessor=make_bucket_processor(plan, key_buckets),
         outputStructType=PACKED_OUT_SCHEMA if packed else WIDE_SCHEMA,
         outputMode="Append", timeMode="EventTime")
     return wide.mapInArrow(make_unpacker(), batch_schema(plan)) if packed else wide

@@ -14,10 +14,9 @@ translates its own types and calls:
   the partials checked into driver events (Spark batch and streaming pre-slicing);
 * :mod:`~adapters.engine.over_kernel`: the OVER kernel's columns in and out
   (:meth:`adapters.WindowDriver.finish_columns`);
-* :mod:`~adapters.engine.segment_log`: a key's state over a metadata cell and a list of
-  log segments (engines whose state calls cost a round trip per element);
 * :mod:`~adapters.engine.buckets`: many keys in one state group (one metadata blob, one
-  tagged segment list) and a bucket's call into the driver.
+  tagged segment list, one map of the keys' KVS pairs) and a bucket's call into the driver,
+  for engines whose state calls cost a round trip per element.
 
 Which of these an engine uses for a query is the driver's decision: the engine describes
 itself (:class:`adapters.EngineFacts`) and reads :meth:`adapters.WindowDriver.plan`.

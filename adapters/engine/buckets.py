@@ -1,11 +1,12 @@
 """Many keys in one engine state group, a *bucket* (engine-free): one blob of every key's
-metadata, timer and log trim bound (:mod:`adapters.state.buckets`) and one list of log
-segments tagged with their key id (:mod:`adapters.state.segments`), for an engine whose
-every state or timer call costs a round trip (Spark's ``transformWithStateInPandas``:
-``spark_adapter._buckets``). One call hands the driver every key of the bucket that has
-events (:meth:`adapters.WindowDriver.process_batch`) and advances its other due keys
-(:meth:`~adapters.WindowDriver.advance_keys`): :func:`run_bucket`; the engine keeps one
-timer per bucket, the earliest of its keys'.
+metadata, timer and log trim bound (:mod:`adapters.state.buckets`), one list of log
+segments tagged with their key id (:mod:`adapters.state.segments`) and, for queries with
+over windows, one map of every key's KVS pairs keyed by ``(key id, map key)``
+(:class:`BucketPairs`), for an engine whose every state or timer call costs a round trip
+(Spark's ``transformWithStateInPandas``: ``spark_adapter._buckets``). One call hands the
+driver every key of the bucket that has events (:meth:`adapters.WindowDriver.process_batch`)
+and advances its other due keys (:meth:`~adapters.WindowDriver.advance_keys`):
+:func:`run_bucket`; the engine keeps one timer per bucket, the earliest of its keys'.
 
 Removing a key's old entries only raises its trim bound (entries older than it are skipped
 when read); the list is rewritten without them once dead elements outnumber live ones
@@ -45,12 +46,17 @@ class BucketBackend:
         buckets: the number of buckets (part of the blob: a changed count is refused).
         ids: driver key -> key id, for the keys of the call (learns the due keys' ids).
         decode: the driver key of a key id's text (keys whose timers are due).
+        pairs: the bucket's pair maps (bound to this call's map state), or ``None``: its
+            keys offer no pair map (no over window, :func:`adapters.driver.kvs_lanes.
+            uses_pairs`).
     """
 
     def __init__(self, meta_state: Any, log_state: Any, buckets: int,
-                 ids: dict[Hashable, bytes], decode: Callable[[str], Any]) -> None:
+                 ids: dict[Hashable, bytes], decode: Callable[[str], Any],
+                 pairs: BucketPairs | None = None) -> None:
         self._meta_state, self._log_state = meta_state, log_state
         self.decode = decode
+        self.pairs = pairs
         row = meta_state.get()
         self.bucket = Bucket(buckets) if row is None else decode_bucket(bytes(row[0]), buckets)
         #: driver key -> key id (JSON text bytes)
@@ -108,10 +114,14 @@ class BucketBackend:
         self._new = []
 
     def _compact(self) -> None:
-        """Rewrite the log without the elements below their key's trim bound."""
+        """Rewrite the log without the elements below their key's trim bound (read as the
+        engine streams it: the dead elements are never all in memory at once, which matters
+        for the KVS layout, whose log holds the pending events only)."""
         b = self.bucket
-        read = [(bytes(k), bytes(s)) for k, s in self._log_state.get()]
-        kept = [(k, s) for k, s in read + self._new if _live(b, k, s)]
+        kept = [(kid, blob) for kid, blob in ((bytes(k), bytes(s))
+                                              for k, s in self._log_state.get())
+                if _live(b, kid, blob)]
+        kept += [(k, s) for k, s in self._new if _live(b, k, s)]
         if kept:
             self._log_state.put(kept)
         else:
@@ -154,6 +164,64 @@ class BucketKeyState:
             self._rec.trim = before
         self._backend.removed(len(keys))
         self._backend.changed()
+
+    def pair_map(self) -> KeyPairs | None:
+        """The key's pair map (the KVS layout), ``None`` if the bucket has none."""
+        pairs = self._backend.pairs
+        return None if pairs is None else KeyPairs(pairs, self._kid)
+
+
+class BucketPairs:
+    """The pair maps (:class:`adapters.state.pairs.PairMap`) of a bucket's keys in one
+    engine map state keyed by ``(key id, map key)`` (Spark: ``MapState`` of ``k binary,
+    slot long`` to ``pair binary``); each key sees its own through :class:`KeyPairs`.
+
+    One per driver, not per call: the driver's cached KVS structures keep the
+    :class:`KeyPairs` they were built with across calls, while each engine task has its own
+    map state (Spark: a connection of that task). So the engine binds (:meth:`bind`) its
+    map state before every call into the driver; a cached structure only touches the map
+    inside a call for its own bucket. Each element is one engine call (PySpark has no
+    batched map calls): the driver reads the few pages a call needs and writes at most a
+    buffer's worth per call (:mod:`adapters.state.pairs`).
+    """
+
+    __slots__ = ("map_state",)
+
+    def __init__(self) -> None:
+        #: the bound map state: ``getValue(key)`` (``None`` or a row whose first item is the
+        #: bytes), ``updateValue(key, (bytes,))``, ``removeKey(key)``; keys ``(id, int)``
+        self.map_state: Any = None
+
+    def bind(self, map_state: Any) -> None:
+        """Direct the calls to ``map_state`` (the running task's)."""
+        self.map_state = map_state
+
+
+class KeyPairs:
+    """:class:`adapters.state.pairs.PairMap` of one key of a :class:`BucketPairs`."""
+
+    __slots__ = ("_kid", "_pairs")
+
+    def __init__(self, pairs: BucketPairs, kid: bytes) -> None:
+        self._pairs, self._kid = pairs, kid
+
+    def get_many(self, keys: Sequence[int]) -> list[bytes | None]:
+        get, kid = self._pairs.map_state.getValue, self._kid
+        out: list[bytes | None] = []
+        for k in keys:
+            row = get((kid, k))
+            out.append(None if row is None else bytes(row[0]))
+        return out
+
+    def put_many(self, items: Sequence[tuple[int, bytes]]) -> None:
+        update, kid = self._pairs.map_state.updateValue, self._kid
+        for k, v in items:
+            update((kid, k), (v,))
+
+    def delete_many(self, keys: Sequence[int]) -> None:
+        remove, kid = self._pairs.map_state.removeKey, self._kid
+        for k in keys:
+            remove((kid, k))
 
 
 def run_bucket(driver: WindowDriver, backend: BucketBackend,
@@ -208,4 +276,5 @@ def _due_keys(backend: BucketBackend, watermark: int) -> Iterator[Any]:
         yield k
 
 
-__all__ = ["COMPACT_MIN", "BucketBackend", "BucketKeyState", "run_bucket"]
+__all__ = ["COMPACT_MIN", "BucketBackend", "BucketKeyState", "BucketPairs", "KeyPairs",
+           "run_bucket"]

@@ -5,9 +5,8 @@
 * :mod:`~adapters.state.codec`: the versioned codec of everything the driver persists
   (metadata, log entries, values). No pickle: decoding never executes code;
 * :mod:`~adapters.state.segments`: packed segments of several log entries (Spark's log);
-* :mod:`~adapters.state.buckets`: the bucket blob of Spark streaming with key buckets (each
-  key's id, metadata, timer and log trim bound in one ``ValueState``).
-
+* :mod:`~adapters.state.buckets`: the bucket blob of Spark streaming (each key's id,
+  metadata, timer and log trim bound in one ``ValueState``);
 * :mod:`~adapters.state.pairs`: the KVS layout's pair map (pages, marks) and the local parts
   it keeps in the metadata.
 

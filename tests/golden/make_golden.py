@@ -182,11 +182,24 @@ def _flink_layout() -> dict[str, Any] | None:
              ("timer", timer_descriptor()), ("pairs", pairs_descriptor())]}
 
 
+def _spark_layout() -> dict[str, Any] | None:
+    """The Spark streaming state variables of a bucket: names and schemas."""
+    try:
+        from spark_adapter import _buckets as sb
+    except ImportError:
+        return None
+    return {"meta": {"name": sb.BMETA_STATE, "value": sb.BMETA_SCHEMA},
+            "log": {"name": sb.BLOG_STATE, "element": sb.BLOG_SCHEMA},
+            "pairs": {"name": sb.BPAIRS_STATE, "key": sb.BPAIRS_KEY_SCHEMA,
+                      "value": sb.BPAIRS_VALUE_SCHEMA}}
+
+
 def build() -> dict[str, dict[str, Any]]:
     """Every golden file's content, by file name (the engine layouts only where that engine
     is installed: run this once in each engine's environment)."""
     engines = {name: layout for name, layout in [("beam_state.json", _beam_layout()),
-                                                 ("flink_state.json", _flink_layout())]
+                                                 ("flink_state.json", _flink_layout()),
+                                                 ("spark_state.json", _spark_layout())]
                if layout is not None}
     return {**engines,
         "values.json": {name: {"hex": encode_value(v).hex(), "canonical": True}

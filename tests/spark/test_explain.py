@@ -70,10 +70,14 @@ def test_streaming_explain_names_the_state_layout(spark: Any, tmp_path: Any) -> 
     buckets = explain(stream, **args)
     assert buckets.runtime == "per-key"  # the cross-key runtime takes no over window
     assert "does not cover this query" in buckets.reasons["runtime"]
-    assert "16 key buckets" in str(buckets) and not buckets.pair_map
-    per_key = explain(stream, key_buckets=None, **args)
-    assert per_key.runtime == "per-key" and per_key.pair_map
-    assert "one state and timer per key" in str(per_key)
+    assert "16 key buckets" in str(buckets) and buckets.pair_map
+    assert "KVS layout" not in buckets.path
+    kvs = explain(stream, layout="kvs", key_buckets=4, **args)
+    assert "4 key buckets" in str(kvs) and "KVS layout" in kvs.path
+    assert "the key's pair map from its next load" in kvs.reasons["kvs layout"]
+    for bad in (None, 0, 2.0):
+        with pytest.raises(ValueError, match=f"key_buckets must be a positive int, got {bad}"):
+            explain(stream, key_buckets=bad, **args)
     sliced = explain(stream, presliced=True, window=sliding("10 minutes", "5 minutes"),
                      **{k: v for k, v in args.items() if k != "window"})
     assert sliced.presliced is not None and sliced.presliced.width == 300_000

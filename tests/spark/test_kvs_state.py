@@ -1,15 +1,15 @@
-"""The KVS layout (``docs/adapters.md``, "KVS layout") on Spark streaming state: the
-per-key processor (``key_buckets=None``) keeps a key's per-event structure in the
-``MapState`` ``swag_pairs``."""
+"""The KVS layout (``docs/adapters.md``, "KVS layout") on Spark streaming state: the bucket
+processor keeps its keys' per-event structures in the ``MapState`` ``swag_bpairs``, keyed
+by ``(key id, map key)``."""
 
 from __future__ import annotations
 
 import os
 import random
 
+from adapters.state.buckets import decode_bucket
 from adapters.state.segments import decode_segment
-from spark_adapter import _runtime as runtime
-from spark_adapter._runtime import LOG_STATE
+from spark_adapter._buckets import BLOG_STATE, BMETA_STATE, BPAIRS_STATE
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
 from tests.spark.frames import active_session
@@ -19,11 +19,13 @@ RANGE = 30
 LAG = 4
 BATCHES = 6
 PER_BATCH = 12  # events per key and micro-batch
+KEYS = ("a", "b")
 
 
 def _scenario() -> dict:
-    """Two keys, six micro-batches of slightly out-of-order events, each followed by a
-    watermark ``LAG`` behind its newest event; no end of input (events stay pending)."""
+    """Two keys in one bucket, six micro-batches of slightly out-of-order events, each
+    followed by a watermark ``LAG`` behind its newest event; no end of input (events stay
+    pending)."""
     rng = random.Random(17)
     steps: list[dict] = []
     t = 0
@@ -31,10 +33,10 @@ def _scenario() -> dict:
         events = []
         for _ in range(PER_BATCH):
             t += rng.randint(1, 3)
-            for key in ("a", "b"):
+            for key in KEYS:
                 events.append([key, t - rng.randint(0, 2), {"v": rng.randint(-50, 50)}])
         steps += [{"events": events}, {"watermark": t - LAG}]
-    return {"name": "kvs_spark", "spark": {"key_buckets": None},
+    return {"name": "kvs_spark", "spark": {"key_buckets": 1},
             "query": {"windows": [{"kind": "over", "range": RANGE}],
                       "aggregations": {"mx": {"fn": "max", "field": "v"},
                                        "n": {"fn": "count"}}},
@@ -47,29 +49,27 @@ def _state(ckpt: str, name: str) -> list:
             .option("stateVarName", name).load().collect())
 
 
-def test_kvs_layout_on_spark_state_restarts_exactly(spark, tmp_path, monkeypatch):
-    """Run 1 with ``layout="memory"`` and without the map state (a checkpoint written before
-    it existed), then two restarts from the checkpoint with ``layout="kvs"`` (the map state
-    is added; the keys move to it, then reopen from it): the rows are the oracle's and the
-    event log holds only the pending events (the released ones are in the map state only)."""
-    calls: list[bool] = []
-    declares_pairs = runtime.declares_pairs
-
-    def first_without_pairs(plan):  # the processor of run 1 declares no map state
-        calls.append(declares_pairs(plan))
-        return len(calls) > 1 and calls[-1]
-
-    monkeypatch.setattr(runtime, "declares_pairs", first_without_pairs)
+def test_kvs_layout_on_spark_state_restarts_exactly(spark, tmp_path):
+    """Run 1 with ``layout="memory"``, then two restarts from the checkpoint with
+    ``layout="kvs"`` (the keys move to the map state, then reopen from it): the rows are
+    the oracle's, both keys of the one bucket have pairs in the map, and the event log's
+    live entries are only the pending events (the released ones are in the map only)."""
     scenario = _scenario()
     result = streaming_run(scenario, restart_after=[1, 3], workdir=str(tmp_path),
                            part_queries=[{"layout": "memory"}, {"layout": "kvs"},
                                          {"layout": "kvs"}])
     assert compare(expected(scenario), result) is None
-    assert calls == [True] * 3
     ckpt = os.path.join(str(tmp_path), "ckpt")
-    # The log holds the entries with a pending event only, here the last micro-batch's
-    # (arrival numbers from 5 * PER_BATCH on); the memory layout also keeps the entries that
-    # the pending events' windows reach back to.
-    entries = [e for r in _state(ckpt, LOG_STATE)
-               for e in decode_segment(bytes(r["list_element"][0]))]
-    assert sorted(seq for _, seq, _ in entries) == [(BATCHES - 1) * PER_BATCH] * 2
+    pair_keys = {bytes(r["user_map_key"]["k"]) for r in _state(ckpt, BPAIRS_STATE)}
+    assert {k.decode() for k in pair_keys} == {f'{{"key":"{k}"}}' for k in KEYS}
+    (meta,) = _state(ckpt, BMETA_STATE)
+    bucket = decode_bucket(bytes(meta["value"]["m"]), 1)
+    # The log's live entries (at or after their key's trim bound) are those with a pending
+    # event only, here the last micro-batch's (arrival numbers from 5 * PER_BATCH on); the
+    # memory layout also keeps the entries that the pending events' windows reach back to.
+    live = []
+    for r in _state(ckpt, BLOG_STATE):
+        kid, seg = (bytes(x) for x in r["list_element"])
+        trim = bucket.keys[kid].trim
+        live += [seq for time, seq, _ in decode_segment(seg) if trim is None or time >= trim]
+    assert sorted(live) == [(BATCHES - 1) * PER_BATCH] * len(KEYS)

@@ -160,7 +160,7 @@ def test_the_plan_shipped_to_workers_runs_the_cross_key_runtime():
     plain readers did exactly that, unseen by every test that built the query in-process)."""
     from pyspark import cloudpickle
 
-    from spark_adapter._runtime import _driver_entry
+    from spark_adapter._runtime import driver_for
 
     query = Query.build([{"kind": "sliding", "range": 3_600_000, "slide": 10_000}],
                         {"n": {"fn": "count"}, "mx": {"fn": "max", "field": "v"}}, 0, None,
@@ -170,7 +170,7 @@ def test_the_plan_shipped_to_workers_runs_the_cross_key_runtime():
                 value_fixer=None, agg_encoders={}, json_values=(), json_aggs=(),
                 has_order=False, typed=typed)
     shipped = cloudpickle.loads(cloudpickle.dumps(plan))
-    driver, _ = _driver_entry(shipped)
+    driver = driver_for(shipped)
     assert driver.batch_runtime
     events = [("a" if i % 2 else "b", 1_000 * i, {"v": i}) for i in range(200)]
     from adapters import MemoryStateBackend

@@ -137,7 +137,6 @@ def test_restart_from_checkpoint_gives_the_uninterrupted_rows(runs):
 @pytest.mark.parametrize("kwargs, reason", [
     ({"allowed_lateness": 100}, "allowed_lateness"),
     ({"late_rows": "return"}, "late_rows"),
-    ({"key_buckets": None}, "key_buckets=None"),
     ({"watermark": None}, "no watermark="),
     ({"window": {"kind": "over", "range": 100}}, "not sliding"),
 ])
