@@ -151,14 +151,9 @@ def sliding_aggregate(stream: DataStream, *, key: str | Callable[[Any], Any],
 
     Returns:
         A ``DataStream`` of ``Row`` of a declared ``Types.ROW_NAMED``, each window once, when
-        final; the columns every engine gives (``docs/adapters.md``, "Output rows"): one
-        ``[start, end)`` spec: ``<key>, window_start, window_end, <aggregations>``; one
-        ``over`` spec: the input row's fields, then the aggregations; several specs:
-        ``window`` (the spec's index), ``<key>, window_start, window_end``, the time and
-        the other fields when a spec is ``over``, the aggregations. ``<key>`` is the
-        ``key`` field's name (``"key"`` for a key function), the time column the ``time``
-        field's (``"time"`` otherwise); window bounds and times are integer ms, or the
-        ``time`` field's type when it is a declared timestamp.
+        final, in the columns every engine gives (``docs/adapters.md``, "Output rows");
+        ``<key>`` is the ``key`` field's name (``"key"`` for a key function), the time
+        column the ``time`` field's (``"time"`` otherwise).
 
     Raises:
         QuerySpecError, TypeError: when the query is malformed or the stream's declared
