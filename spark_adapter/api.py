@@ -359,7 +359,7 @@ _SLIDING_AGGREGATE = """Exact window aggregates per key, on a streaming or a bat
             (null for a window without others); ``"error"``: they are bad input
             (``BadEventError`` naming key and field). Custom aggregations get them as they are.
         key_buckets: streaming only: keys hashed into this many buckets, one Python call per
-            bucket (part of the checkpoint, ``docs/spark.md``, "State").
+            bucket (part of the checkpoint, ``docs/spark.md``, "How it maps onto Spark").
         layout: where a key's over-window structures live (``Query.layout``: ``"memory"``,
             ``"kvs"``, ``"auto"``); the KVS layout needs streaming (the bucket's map state)
             and pays off for large windows (``docs/spark.md``).
