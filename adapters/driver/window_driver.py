@@ -55,7 +55,14 @@ from adapters.driver.selection import capability_problem, choose_algorithm
 from adapters.driver.time_lane import TimeLane
 from adapters.engine.over_kernel import KernelColumn, KernelRows, over_rows
 from adapters.errors import BadEventError
-from adapters.planning import EngineFacts, QueryPlan, decide, kernel_mode, use_cross_key
+from adapters.planning import (
+    EngineFacts,
+    QueryPlan,
+    benchmark_without,
+    decide,
+    kernel_mode,
+    use_cross_key,
+)
 from adapters.query.policy import pair_aggregation, policy_measure, policy_rule
 from adapters.query.specs import (
     CountWindow,
@@ -277,7 +284,8 @@ class WindowDriver:
             watermark = parse_watermark(watermark)  # once, not per key
         if self._batch is not None and self._batch.process(events, backend, watermark, out):
             return out
-        split = self._columnar.split(events) if self._columnar is not None else None
+        split = self._columnar.split(events) if self._columnar is not None \
+            and not benchmark_without("columnar") else None
         if split is not None:
             prepared_columns = [self._prepare_columns(key, cols, backend.key_state(key),
                                                       watermark) for key, cols in split]
