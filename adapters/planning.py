@@ -47,7 +47,7 @@ FINISHED = "finished"
 CALLS = (PER_KEY, MANY_KEYS, FINISHED)
 
 #: For benchmarks only, never in production: the environment variable that names paths to
-#: leave off, comma-separated (``kernels``, ``columnar``, ``over kernel``), read by
+#: leave off, comma-separated (``kernels``, ``over kernel``), read by
 #: :func:`benchmark_without` when a driver plans its query. The rows are the same either way.
 BENCHMARK_WITHOUT = "SWAG_BENCHMARK_WITHOUT"
 

@@ -593,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None,
                         help="store the results as benchmarks/results/<OUT>.json")
     parser.add_argument("--algorithm", default=None, help="sliding_aggregate's algorithm")
-    parser.add_argument("--without", default=None, choices=["columnar", "kernels"],
+    parser.add_argument("--without", default=None, choices=["kernels"],
                         help="swag against itself with this path off (one workload)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of --without")
     args = parser.parse_args(argv)
