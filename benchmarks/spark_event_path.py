@@ -390,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     queries = args.queries.split(",")
     if args.child:
         off = args.without if args.without in WITHOUT else None
-        print(json.dumps(child(args.events, args.keys, queries, args.out, floors=not off,
+        print(json.dumps(child(args.events, args.keys, queries, args.out,
+                               floors=args.without is None,
                                presliced=False if off == "presliced" else None)))
         return 0
     if args.without:
