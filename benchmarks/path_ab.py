@@ -45,7 +45,7 @@ def markdown() -> str:
         payload = load(name)
         if payload is None:
             continue
-        load_avg = f"{payload['load_average_at_start']}-{payload['load_average_at_end']}"
+        load_avg = f"{payload['load_average_at_start']}, {payload['load_average_at_end']}"
         for r in payload["results"]:
             rows.append([path, engine, _shape(r), f"{r['with_eps']:,}", f"{r['without_eps']:,}",
                          f"{r['ratio']}x", _cpu(r), load_avg,
@@ -63,7 +63,8 @@ def markdown() -> str:
         "of each run is given; the CPU seconds move less with it than the wall time. Rows of "
         "the two sides compared.\n",
         table(["path", "engine", "query", "with (events/s)", "without (events/s)", "ratio",
-               "CPU s with / without", "load", "same rows", "results"], rows),
+               "CPU s with / without", "load (start, end)", "same rows",
+               "results"], rows),
         "Commands (from the checkout, `PYTHONPATH=.`):\n",
         *commands, "", ""])
 
