@@ -18,10 +18,14 @@ from :meth:`adapters.WindowDriver.plan`. The plan says, each with its reason:
   (:mod:`adapters.driver.kvs_lanes`), and where the per-event structures live.
 
 Engines read the plan; they never import the driver's internals. A new path is added here.
+
+For benchmarks only, :data:`BENCHMARK_WITHOUT` names paths to leave off, so that an A/B runs
+the same code with one path off (:func:`benchmark_without`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -41,6 +45,16 @@ MANY_KEYS = "many keys"
 #: a key's whole bounded input at once (``finish`` / ``finish_columns``: batch mode)
 FINISHED = "finished"
 CALLS = (PER_KEY, MANY_KEYS, FINISHED)
+
+#: For benchmarks only, never in production: the environment variable that names paths to
+#: leave off, comma-separated (``kernels``, ``over kernel``), read by
+#: :func:`benchmark_without` when a driver plans its query. The rows are the same either way.
+BENCHMARK_WITHOUT = "SWAG_BENCHMARK_WITHOUT"
+
+
+def benchmark_without(path: str) -> bool:
+    """Whether a benchmark switched ``path`` off (:data:`BENCHMARK_WITHOUT`)."""
+    return path in os.environ.get(BENCHMARK_WITHOUT, "").split(",")
 
 
 @dataclass(frozen=True)
@@ -129,6 +143,8 @@ def kernel_mode(query: Query, time_groups: Sequence[Sequence[Any]]) -> list[Kern
     """The lanes' kernels (:mod:`adapters.driver.kernels`) when every output has one and
     every lane is a sliced time lane (no lane needs per-event lifted values), else
     ``None``. ``time_groups``: the specs of each time lane."""
+    if benchmark_without("kernels"):
+        return None
     found = [k for k in map(kernel_for, query.aggregations) if k is not None]
     if len(found) < len(query.aggregations) or not time_groups:
         return None
@@ -181,6 +197,8 @@ def over_kernel(query: Query, facts: EngineFacts,
     over = over_outputs(query)
     if over is None:
         return None, "no (not one over window of count, or max/min/sum/mean of a field)"
+    if benchmark_without("over kernel"):
+        return None, f"no (switched off by {BENCHMARK_WITHOUT}, for a benchmark)"
     if facts.calls != FINISHED:
         return None, f"no ({facts.engine} {'streaming' if facts.streaming else 'batch'} " \
                      f"calls the driver {facts.calls}, not with finished keys)"
@@ -255,7 +273,7 @@ def decide(query: Query, facts: EngineFacts, view: Callable[[Query], DriverView]
                      pairs, reasons)
 
 
-__all__ = ["CALLS", "FINISHED", "MANY_KEYS", "PER_KEY", "DriverView", "EngineFacts", "QueryPlan",
-           "decide",
+__all__ = ["BENCHMARK_WITHOUT", "CALLS", "FINISHED", "MANY_KEYS", "PER_KEY", "DriverView",
+           "EngineFacts", "QueryPlan", "benchmark_without", "decide",
            "kernel_mode", "kvs_layout", "over_kernel", "preslicing", "runtime",
            "use_cross_key"]

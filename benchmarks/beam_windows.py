@@ -10,11 +10,20 @@ events from the same in-pipeline source, and are timed end to end (pipeline cons
 the source included, the same for both). Run with
 ``.venvs/beam/bin/python -m benchmarks beam_windows`` (about a minute; ``--quick`` for a
 smoke run).
+
+``.venvs/beam/bin/python -m benchmarks.beam_windows --without kernels [--events N]
+[--rounds R] [--save]`` instead runs ``SlidingAggregate`` against itself with one path off
+(:data:`adapters.planning.BENCHMARK_WITHOUT` set for the ``without`` runs), alternating,
+and stores ``beam_windows_without_<path>.json``.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
+import os
+import statistics
+import sys
 import time
 from typing import Any
 
@@ -136,6 +145,59 @@ def run(quick: bool = False) -> dict[str, Any]:
     return payload
 
 
+def measure_without(path: str, n: int, rounds: int) -> dict[str, Any]:
+    """``SlidingAggregate`` with ``path`` on (``with``) and off (``without``), alternating,
+    ``rounds`` runs each per k; rows compared."""
+    import logging
+
+    from adapters.planning import BENCHMARK_WITHOUT
+
+    logging.getLogger("apache_beam").setLevel(logging.ERROR)
+    _EVENTS[:] = flight_events(n)
+    load = os.getloadavg()[0]
+    results = []
+    for k in KS:
+        times: dict[str, list[float]] = {"with": [], "without": []}
+        rows: dict[str, list[tuple[Any, ...]]] = {}
+        for i in range(rounds):
+            for side in (("with", "without") if i % 2 == 0 else ("without", "with")):
+                if side == "without":
+                    os.environ[BENCHMARK_WITHOUT] = path
+                try:
+                    seconds, rows[side] = _run("swag", n, k)
+                finally:
+                    os.environ.pop(BENCHMARK_WITHOUT, None)
+                times[side].append(seconds)
+        r: dict[str, Any] = {"k": k, "events": n, "rows": len(rows["with"]),
+                             "same": rows["with"] == rows["without"]}
+        for side, walls in times.items():
+            r[f"{side}_round_s"] = [round(w, 3) for w in walls]
+            r[f"{side}_eps"] = round(n / statistics.median(walls))
+        r["ratio"] = round(r["with_eps"] / r["without_eps"], 2)
+        print(r, flush=True)
+        results.append(r)
+    return {"without": path, "rounds": rounds, "runner": "FnApiRunner (batch)",
+            "load_average_at_start": round(load, 2),
+            "load_average_at_end": round(os.getloadavg()[0], 2), "results": results,
+            "command": (f".venvs/beam/bin/python -m benchmarks.beam_windows --without "
+                        f"{path} --events {n} --rounds {rounds} --save")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks.common import save
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--without", required=True, choices=["kernels"])
+    parser.add_argument("--events", type=int, default=N_FULL)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--save", action="store_true")
+    args = parser.parse_args(argv)
+    payload = measure_without(args.without, args.events, args.rounds)
+    if args.save:
+        save(f"beam_windows_without_{args.without}", payload, clock="wall (time.perf_counter)")
+    return 0 if all(r["same"] for r in payload["results"]) else 1
+
+
 def markdown(payload: dict[str, Any]) -> str:
     from benchmarks.report import goal, machine_line, table
 
@@ -162,3 +224,7 @@ def markdown(payload: dict[str, Any]) -> str:
                         f"{r['speedup']:.1f}x"))
     out.append("")
     return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -271,7 +271,7 @@ def reading_costs(w: Workload) -> dict[str, Any]:
     """
     from adapters.crosskey import columnar
 
-    intake = columnar.ColumnarIntake(FIELD, [True])
+    intake = columnar.ColumnarIntake(FIELD)
     gc.collect()
     gc.disable()
     try:

@@ -41,6 +41,9 @@ def render() -> Path:
             continue
         module = importlib.import_module(f"benchmarks.{name}")
         parts.append(module.markdown(payload))
+    from benchmarks import path_ab
+
+    parts.append(path_ab.markdown())
     path = DOCS / "benchmarks.md"
     DOCS.mkdir(exist_ok=True)
     path.write_text("\n".join(parts))

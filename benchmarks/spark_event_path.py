@@ -21,6 +21,13 @@ of the two trees are compared after the runs (:func:`same`).
 Run: ``.venvs/spark/bin/python -m benchmarks spark_event_path`` (``--quick``: 10^5 events),
 or ``.venvs/spark/bin/python -m benchmarks.spark_event_path [--events N] [--baseline REV]
 [--rounds R]``. Stores ``benchmarks/results/spark_event_path.json``.
+
+``--without PATH`` instead runs this checkout against itself with one path off (the
+``without`` side): ``presliced`` (``presliced=False``), or ``kernels`` / ``over kernel``
+(:data:`adapters.planning.BENCHMARK_WITHOUT` in that process's environment, which its Spark
+and Python workers inherit); ``--save`` stores ``spark_event_path_without_<path>.json``.
+The query ``max_long`` (sliding 1 h every 10 min, count and max of ``v``) is the one that
+pre-slices.
 """
 
 from __future__ import annotations
@@ -43,6 +50,10 @@ from benchmarks import common
 #: the default baseline: the event path before its NumPy runtimes (2026-11-22)
 BASELINE = "1ff68a6"
 QUERIES = ["mean_double", "over", "custom"]
+#: every query :func:`query` knows (``max_long`` pre-slices: for ``--without presliced``)
+ALL_QUERIES = [*QUERIES, "max_long"]
+#: the paths ``--without`` can leave off
+WITHOUT = ["presliced", "kernels", "over kernel"]
 ROUNDS = 2
 #: engine-only references (:func:`floor`), the same on every tree
 FLOORS = ["floor_native", "floor_map", "floor_python"]
@@ -63,10 +74,16 @@ def _spread() -> Any:
         lower=lambda a: a[1] - a[0], commutative=True, name="spread")
 
 
-def query(df: Any, name: str) -> Any:
-    """The DataFrame of query ``name`` over ``df`` (the same call on every tree)."""
+def query(df: Any, name: str, presliced: bool | None = None) -> Any:
+    """The DataFrame of query ``name`` over ``df`` (the same call on every tree;
+    ``presliced``: ``sliding_aggregate``'s argument, only for ``max_long``)."""
     from spark_adapter import over, sliding, sliding_aggregate
 
+    if name == "max_long":
+        return sliding_aggregate(df, key="key", time="ts", window=sliding(RANGE_MS, SLIDE_MS),
+                                 aggregations={"n": {"fn": "count"},
+                                               "mx": {"fn": "max", "field": "v"}},
+                                 order_by="seq", presliced=presliced)
     if name == "mean_double":
         return sliding_aggregate(df, key="key", time="ts", window=sliding(RANGE_MS, SLIDE_MS),
                                  aggregations={"mean": {"fn": "mean", "field": "x"}},
@@ -80,7 +97,7 @@ def query(df: Any, name: str) -> Any:
         return sliding_aggregate(df, key="key", time="ts", window=sliding(RANGE_MS, SLIDE_MS),
                                  aggregations={"spread": _spread()},
                                  output_types={"spread": "long"}, order_by="seq")
-    raise ValueError(f"unknown query {name!r}; expected one of {QUERIES}")
+    raise ValueError(f"unknown query {name!r}; expected one of {ALL_QUERIES}")
 
 
 def floor(df: Any, name: str) -> Any:
@@ -122,9 +139,11 @@ def _worker_module_file(spark: Any) -> str:
     return spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()[0]
 
 
-def child(events: int, keys: int, queries: list[str], out_dir: str) -> dict[str, Any]:
-    """One process's round: every query once on this interpreter's tree; results to
-    ``out_dir/<query>``; returns wall and CPU seconds per query."""
+def child(events: int, keys: int, queries: list[str], out_dir: str,
+          floors: bool = True, presliced: bool | None = None) -> dict[str, Any]:
+    """One process's round: every query once on this interpreter's tree (and the floors,
+    with ``floors``); results to ``out_dir/<query>``; returns wall and CPU seconds per
+    query."""
     from pyspark.sql import functions as F
 
     import spark_adapter
@@ -140,7 +159,9 @@ def child(events: int, keys: int, queries: list[str], out_dir: str) -> dict[str,
     df = make_data(spark, events, keys).withColumn("x", F.col("v") / 8 + 0.1).cache()
     df.count()
     got: dict[str, Any] = {"tree": tree}
-    builds = [(name, query) for name in queries] + [(name, floor) for name in FLOORS]
+    builds: list[tuple[str, Any]] = [
+        (name, lambda frame, n: query(frame, n, presliced)) for name in queries]
+    builds += [(name, floor) for name in FLOORS] if floors else []
     for name, build in builds:
         # each query once untimed at full size first: a fresh JVM compiles for seconds
         # (measured: the first of three queries took 8.6 s, the same query third 4.2 s) and
@@ -168,10 +189,19 @@ def baseline_tree(rev: str, into: str) -> str:
     return into
 
 
-def _run_child(tree: str, events: int, keys: int, queries: list[str], out_dir: str) -> Any:
+def _run_child(tree: str, events: int, keys: int, queries: list[str], out_dir: str,
+               without: str | None = None) -> Any:
+    """One child process on ``tree``; ``without``: the path it leaves off (no floors)."""
+    from adapters.planning import BENCHMARK_WITHOUT
+
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree, str(REPO)]))
+    env.pop(BENCHMARK_WITHOUT, None)
     cmd = [sys.executable, "-m", "benchmarks.spark_event_path", "--child", "--events",
            str(events), "--keys", str(keys), "--queries", ",".join(queries), "--out", out_dir]
+    if without is not None:
+        cmd += ["--without", without]
+        if without != "presliced":
+            env[BENCHMARK_WITHOUT] = without
     done = subprocess.run(cmd, env=env, cwd=tempfile.gettempdir(), check=True,
                           stdout=subprocess.PIPE, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -248,6 +278,48 @@ def measure(events: int, keys: int, rev: str, rounds: int = ROUNDS,
             "floors": floors}
 
 
+def without_name(path: str) -> str:
+    """The results name of ``--without path``."""
+    return "spark_event_path_without_" + path.replace(" ", "_")
+
+
+def measure_without(path: str, events: int, keys: int, rounds: int,
+                    queries: list[str]) -> dict[str, Any]:
+    """This checkout with ``path`` on (``with``) and off (``without``), alternating processes,
+    ``rounds`` each; rows compared."""
+    tmp = tempfile.mkdtemp(prefix="swag-bench-without-")
+    load = os.getloadavg()[0]
+    sides = {"with": "none", "without": path}
+    try:
+        runs: dict[str, list[Any]] = {side: [] for side in sides}
+        for i in range(rounds):
+            for side in (list(sides) if i % 2 == 0 else list(sides)[::-1]):
+                runs[side].append(_run_child(str(REPO), events, keys, queries,
+                                             os.path.join(tmp, f"out_{side}"), sides[side]))
+        checks = same(queries, os.path.join(tmp, "out_with"), os.path.join(tmp, "out_without"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    results = []
+    for name in queries:
+        r: dict[str, Any] = {"query": name, "events": events, "keys": keys, **checks[name]}
+        for side, got in runs.items():
+            walls = [g[name]["s"] for g in got]
+            r[f"{side}_round_s"] = [round(w, 2) for w in walls]
+            r[f"{side}_eps"] = round(events / statistics.median(walls))
+            cpus = [sum(g[name]["cpu"]) for g in got if g[name]["cpu"] is not None]
+            if cpus:  # JVM + Python workers: less moved by other jobs than wall time
+                r[f"{side}_cpu_s"] = round(statistics.median(cpus), 2)
+        r["ratio"] = round(r["with_eps"] / r["without_eps"], 2)
+        if "with_cpu_s" in r and "without_cpu_s" in r:
+            r["cpu_ratio"] = round(r["without_cpu_s"] / r["with_cpu_s"], 2)
+        results.append(r)
+    return {"without": path, "rounds": rounds, "load_average_at_start": round(load, 2),
+            "load_average_at_end": round(os.getloadavg()[0], 2), "results": results,
+            "command": (f".venvs/spark/bin/python -m benchmarks.spark_event_path --without "
+                        f"'{path}' --events {events} --keys {keys} --rounds {rounds} "
+                        f"--queries {','.join(queries)} --save")}
+
+
 def run(quick: bool = False) -> None:
     """Entry point of ``python -m benchmarks spark_event_path``."""
     payload = measure(100_000 if quick else 1_000_000, 100, BASELINE)
@@ -310,13 +382,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", default=",".join(QUERIES))
     parser.add_argument("--save", action="store_true",
                         help="store the result as benchmarks/results/spark_event_path.json")
+    parser.add_argument("--without", choices=[*WITHOUT, "none"],
+                        help="this checkout against itself with one path off")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     queries = args.queries.split(",")
     if args.child:
-        print(json.dumps(child(args.events, args.keys, queries, args.out)))
+        off = args.without if args.without in WITHOUT else None
+        print(json.dumps(child(args.events, args.keys, queries, args.out,
+                               floors=args.without is None,
+                               presliced=False if off == "presliced" else None)))
         return 0
+    if args.without:
+        payload = measure_without(args.without, args.events, args.keys, args.rounds, queries)
+        if args.save:
+            common.save(without_name(args.without), payload,
+                        clock="wall (time.perf_counter), plus JVM and Python-worker CPU")
+        print(json.dumps(payload["results"], indent=1))
+        return 0 if all(r["same"] for r in payload["results"]) else 1
     payload = measure(args.events, args.keys, args.baseline, args.rounds, queries)
     if args.save:
         common.save("spark_event_path", payload,

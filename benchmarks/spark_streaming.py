@@ -22,6 +22,11 @@ Run: ``.venvs/spark/bin/python -m benchmarks spark_streaming`` (``--quick``: 10^
 or ``.venvs/spark/bin/python -m benchmarks.spark_streaming [--events N] [--slides 1h,1m]
 [--workloads a,b] [--sides swag,native] [--out NAME]``. Stores
 ``benchmarks/results/spark_streaming.json`` and ``docs/img/spark_streaming.png``.
+
+``--without PATH [--algorithm NAME] [--rounds R]`` instead runs swag against itself with one
+path off (:func:`measure_without`: :data:`adapters.planning.BENCHMARK_WITHOUT` in the
+environment Spark gives the ``without`` query's Python workers), ``R`` rounds alternating,
+rows compared, and stores ``spark_streaming_without_<path>.json``.
 """
 
 from __future__ import annotations
@@ -280,6 +285,61 @@ def measure(events: int, keys: int, per_file: int, files_per_trigger: int,
     return {"spark": version, "load_average_at_start": round(load, 2), "results": results}
 
 
+def measure_without(path: str, events: int, keys: int, per_file: int,
+                    files_per_trigger: int, slides: list[str], workload: str,
+                    rounds: int) -> dict[str, Any]:
+    """swag with ``path`` on (``with``) and off (``without``) per slide, ``rounds`` runs each,
+    alternating; wall and CPU medians; rows compared (with :data:`SWAG_OPTIONS`)."""
+    import statistics
+
+    from adapters.planning import BENCHMARK_WITHOUT
+    from spark_adapter import local_session
+
+    spark = local_session("swag-stream-without", cores=2, shuffle_partitions=4,
+                          conf={"spark.driver.memory": "4g",
+                                "spark.python.authenticate.socketTimeout": "120s"})
+    env = spark.sparkContext.environment  # what new Python functions hand their workers
+    load = os.getloadavg()[0]
+    tmp = tempfile.mkdtemp(prefix="swag-stream-without-")
+    data = os.path.join(tmp, "in")
+    write_files(data, events, keys, per_file)
+    _warm_up(spark, tmp, keys)
+    results = []
+    for slide, slide_ms in [(s, ms) for s, ms in SLIDES if s in slides]:
+        runs: dict[str, list[tuple[float, float | None]]] = {"with": [], "without": []}
+        for i in range(rounds):
+            for side in (("with", "without") if i % 2 == 0 else ("without", "with")):
+                out = os.path.join(tmp, f"{side}_{slide}_{i}")
+                if side == "without":
+                    env[BENCHMARK_WITHOUT] = path
+                try:
+                    query = swag(source(spark, data, files_per_trigger), slide_ms, workload)
+                    wall, cpu, _, _ = timed_query(query, out, out + "_ckpt")
+                finally:
+                    env.pop(BENCHMARK_WITHOUT, None)
+                runs[side].append((wall, None if cpu is None else sum(cpu)))
+        ok, rows, _ = compare(spark, os.path.join(tmp, f"with_{slide}_0"),
+                              os.path.join(tmp, f"without_{slide}_0"), workload)
+        r: dict[str, Any] = {"workload": workload, "slide": slide, "k": RANGE_MS // slide_ms,
+                             "events": events, "keys": keys, "windows": rows, "same": ok}
+        for side, got in runs.items():
+            r[f"{side}_round_s"] = [round(w, 2) for w, _ in got]
+            r[f"{side}_eps"] = round(events / statistics.median(w for w, _ in got))
+            cpus = [c for _, c in got if c is not None]
+            if cpus:
+                r[f"{side}_cpu_s"] = round(statistics.median(cpus), 2)
+        r["ratio"] = round(r["with_eps"] / r["without_eps"], 2)
+        if "with_cpu_s" in r and "without_cpu_s" in r:
+            r["cpu_ratio"] = round(r["without_cpu_s"] / r["with_cpu_s"], 2)
+        print(json.dumps(r), flush=True)
+        results.append(r)
+    spark.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+    return {"without": path, "options": {k: v for k, v in SWAG_OPTIONS.items()},
+            "rounds": rounds, "load_average_at_start": round(load, 2),
+            "load_average_at_end": round(os.getloadavg()[0], 2), "results": results}
+
+
 def _warm_up(spark: Any, tmp: str, keys: int) -> None:
     """Both sides once on a small input (JVM JIT, Python workers), not timed."""
     data = os.path.join(tmp, "warm")
@@ -532,11 +592,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="sliding_aggregate's presliced (default: its own default)")
     parser.add_argument("--out", default=None,
                         help="store the results as benchmarks/results/<OUT>.json")
+    parser.add_argument("--algorithm", default=None, help="sliding_aggregate's algorithm")
+    parser.add_argument("--without", default=None, choices=["kernels"],
+                        help="swag against itself with this path off (one workload)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of --without")
     args = parser.parse_args(argv)
+    if args.algorithm is not None:
+        SWAG_OPTIONS["algorithm"] = args.algorithm
     if args.key_buckets is not None:
         SWAG_OPTIONS["key_buckets"] = args.key_buckets
     if args.presliced is not None:
         SWAG_OPTIONS["presliced"] = {"auto": None, "true": True, "false": False}[args.presliced]
+    if args.without is not None:
+        payload = measure_without(args.without, args.events, args.keys,
+                                  max(1, args.events // args.files), args.files_per_trigger,
+                                  args.slides.split(","), args.workloads.split(",")[0],
+                                  args.rounds)
+        payload["command"] = ".venvs/spark/bin/python -m benchmarks.spark_streaming " + \
+            " ".join(argv if argv is not None else sys.argv[1:])
+        from benchmarks import common
+
+        common.save(f"spark_streaming_without_{args.without}", payload,
+                    clock="wall (time.perf_counter) of the whole streaming query, plus JVM "
+                          "and Python-worker CPU from /proc")
+        return 0 if all(r["same"] for r in payload["results"]) else 1
     payload = measure(args.events, args.keys, max(1, args.events // args.files),
                       args.files_per_trigger, args.slides.split(","),
                       args.workloads.split(","), args.sides.split(","))

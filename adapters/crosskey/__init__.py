@@ -1,7 +1,8 @@
 """The cross-key path: one call over the events of many keys, in NumPy.
 
 * :mod:`~adapters.crosskey.columnar`: reads a micro-batch of ``(key, time, value)`` events into
-  per-key columns (the compiled ``_batch_reader`` when built, else pure Python; same result);
+  columns for the batch runtime (the compiled ``_batch_reader`` when built, else pure Python;
+  same result);
 * :mod:`~adapters.crosskey.batch_runtime`: releases, slices and emits the windows of all keys
   of a call at once, for the queries it covers; the driver falls back to the per-key path
   for the others. It is made of :mod:`~adapters.crosskey.sorted_rows` (the shared arrays of
@@ -13,5 +14,5 @@
   per-event windows over a finished batch).
 
 :meth:`adapters.WindowDriver.process_batch` and :meth:`~adapters.WindowDriver.advance_keys`
-are the entry points of the first two.
+are the batch runtime's entry points.
 """

@@ -1,50 +1,27 @@
-"""Columnar intake of a whole micro-batch with NumPy: an optional accelerator of
-:meth:`adapters.WindowDriver.process_batch` (a micro-batch of many keys) for the commonest
-query shape.
+"""Columnar intake of a whole micro-batch with NumPy: reads the batches the cross-key
+batch runtime (:mod:`adapters.crosskey.batch_runtime`) takes into columns.
 
-What it covers: kernel mode (:mod:`adapters.driver.kernels`: every output is ``max``, ``min``,
-``sum`` or ``mean`` of one field, or ``count`` of events, every window a sliding/tumbling window)
-where all outputs that read a field read the **same field**, and a batch whose events are all
-``(key, int time, {field: float})`` with finite floats. Queries over several fields are read
-too (:meth:`ColumnarIntake.read_fields`, in Python: events ``(key, int time, {field: float,
-...})`` holding exactly those fields, in one key order), for the cross-key batch runtime
-only: :meth:`ColumnarIntake.split` leaves them to the general path. Anything else, and any
-batch with one irregular event, takes the general per-key path
-(:class:`adapters.driver.intake.Intake`), which also reports bad events; so results and errors
-never depend on which path ran. Without NumPy the general path always runs.
+What it reads: a batch of at least :data:`MIN_BATCH` events ``(key, int time, {field:
+value, ...})`` whose dicts hold exactly the query's kernel fields, each field all finite
+floats or all ints (int64) over the batch (:meth:`ColumnarIntake.read`). Anything else, and
+any batch with one irregular event, gives ``None``: the general per-key path
+(:class:`adapters.driver.intake.Intake`) then runs and reports bad events, so results and
+errors never depend on which path ran. Without NumPy the general path always runs.
 
-Why: the general path handles one key at a time, so each of its C-level passes walks that key's
-events, spread over the whole batch in memory (a few MB for 10^4 events). This intake reads
-each event once, in arrival order (in one C pass by the compiled reader,
-``adapters/crosskey/_batch_reader.c``, where it is built; else ``operator.itemgetter`` and one
-``numpy.array`` per column), then groups, sorts and encodes with array operations, and hands
-each key fresh, compact Python objects:
-
-* per key, the pending-buffer records ``(time, value)`` sorted by time, ties in arrival order
-  (:func:`key_time_order`, once for the whole batch);
-* per key, the log entry: a segment of its events in that same order (sliced from two
-  ``tobytes`` of the batch), byte for byte what :func:`adapters.state.codec.encode_entry` writes
-  for them;
-* the late events (``time < boundary``), in arrival order, with their original values.
-
-The values are the same floats (``tolist`` of a float64 array gives back equal Python floats,
-``-0.0`` included), and the kernels fold them exactly as before, so rows are identical.
+How: each event is read once, in arrival order: in one C pass by the compiled reader
+(``adapters/crosskey/_batch_reader.c``, one float field, where it is built), else with
+``operator.itemgetter`` and one ``numpy.array`` per column, in chunks that stay in the CPU
+cache; :func:`key_time_order` then orders a batch by key and time for the runtime.
 """
 
 from __future__ import annotations
 
 import operator
-from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from adapters.driver.intake import Accepted, Intake
-from adapters.driver.results import LateEvent
-from adapters.state.codec import (
-    encode_entry,
-    encode_float_record_segment,
-    encode_float_records_segment,
-)
+from adapters.driver.intake import Intake
+from adapters.state.codec import encode_float_record_segment, encode_float_records_segment
 
 try:  # optional: engines ship NumPy, the core does not need it
     import numpy as np
@@ -86,28 +63,6 @@ class BatchColumns(NamedTuple):
     ints: tuple[bool, ...] = ()
 
 
-class KeyColumns:
-    """One key's events of a batch, as slices of the batch-wide columns.
-
-    ``times`` / ``values``: the key's times and field values sorted by time, ties in arrival
-    order (Python lists, fresh objects); ``time_bytes`` / ``value_bytes``: the same as
-    little-endian int64 / float64 bytes (for the log entry). ``offset``: where the key's
-    events start in the batch's key-then-time order; ``batch``: the batch's events and that
-    order (shared by the batch's keys; to find the late events' original values).
-    """
-
-    __slots__ = ("batch", "offset", "time_bytes", "times", "value_bytes", "values")
-
-    def __init__(self, batch: tuple[Sequence[Any], Any], offset: int, times: list[int],
-                 values: list[float], time_bytes: bytes, value_bytes: bytes) -> None:
-        self.batch = batch
-        self.offset = offset
-        self.times = times
-        self.values = values
-        self.time_bytes = time_bytes
-        self.value_bytes = value_bytes
-
-
 def _kind(xs: Sequence[Any], m: int) -> Any:
     """``np.float64`` if the ``m`` values ``xs`` are all floats, ``np.int64`` if all ints
     (``bool`` is not one), else ``None``."""
@@ -143,21 +98,16 @@ def key_time_order(codes: Any, times: Any) -> Any:
 
 
 class ColumnarIntake:
-    """Splits a batch into :class:`KeyColumns` and accepts them (see the module docstring).
+    """Reads a batch into :class:`BatchColumns` (see the module docstring).
 
     Build it with :meth:`for_intake`, which returns ``None`` when the query is not covered.
     """
 
-    def __init__(self, field: str, reads_field: list[bool],
-                 fields: tuple[str, ...] | None = None) -> None:
-        #: the fields read (the first is ``field``); with several, :meth:`read` gives all of
-        #: them for the batch runtime and :meth:`split` leaves batches to the general path
+    def __init__(self, field: str, fields: tuple[str, ...] | None = None) -> None:
+        #: the fields read (the first is ``field``)
         self.fields = fields if fields is not None else (field,)
         self.field = field
         self._get_field = operator.itemgetter(field)
-        #: per output: reads the field (else a field-less count, whose raw value is None);
-        #: records hold the raw value (one output) or a tuple of one per output
-        self._reads_field = reads_field
 
     @classmethod
     def for_intake(cls, intake: Intake) -> ColumnarIntake | None:
@@ -172,8 +122,7 @@ class ColumnarIntake:
             return None
         if any(encode_float_record_segment(f, 2, b"", b"") is None for f in fields):
             return None  # not storable as a packed header key
-        return cls(fields[0], [k.field is not None for k in kernels],
-                   fields if len(fields) > 1 else None)
+        return cls(fields[0], fields if len(fields) > 1 else None)
 
     def read(self, events: Sequence[Any]) -> BatchColumns | None:
         """The batch as columns in arrival order, or ``None`` if it is small or irregular
@@ -291,70 +240,6 @@ class ColumnarIntake:
         return BatchColumns(first_seen, codes, np.concatenate(time_parts), values, events,
                             order, tuple(bool(kinds[at_of[f]]) for f in fields))
 
-    def split(self, events: Sequence[Any]) -> list[tuple[Any, KeyColumns]] | None:
-        """``(key, columns)`` per key in order of first appearance, or ``None`` if the batch
-        is small or irregular (see :meth:`read`) or the query reads several fields."""
-        if len(self.fields) > 1:
-            return None
-        cols = self.read(events)
-        if cols is None or any(cols.ints):
-            return None  # (ints: the batch runtime only)
-        first_seen, codes, t, x = cols[:4]
-        by_time = key_time_order(codes, t)
-        bounds = np.concatenate(([0], np.cumsum(np.bincount(codes)))).tolist()
-        t = t[by_time]
-        x = x[by_time]
-        sorted_times = t.tolist()
-        sorted_values = x.tolist()
-        time_bytes = t.astype("<i8", copy=False).tobytes()
-        value_bytes = x.astype("<f8", copy=False).tobytes()
-        batch = (events, by_time)
-        out = []
-        for code, key in enumerate(first_seen):
-            a, b = bounds[code], bounds[code + 1]
-            out.append((key, KeyColumns(batch, a, sorted_times[a:b], sorted_values[a:b],
-                                        time_bytes[8 * a:8 * b], value_bytes[8 * a:8 * b])))
-        return out
 
-    def accept(self, key: Any, cols: KeyColumns, boundary: int | float,
-               encode: bool = True) -> Accepted:
-        """What :meth:`adapters.driver.intake.Intake.accept` returns for the key's events: records
-        sorted by time, the log entry data (``None`` if ``encode`` is false), late events."""
-        times, values = cols.times, cols.values
-        late: Sequence[LateEvent] = ()
-        cut = 0
-        if times[0] < boundary:
-            cut = bisect_left(times, boundary)
-            at = cols.offset
-            events, by_time = cols.batch
-            positions = by_time[at:at + cut].tolist()  # in the batch: arrival order
-            late = [LateEvent(key, t, events[i][2])
-                    for i, t in sorted(zip(positions, times[:cut]))]
-            if cut == len(times):
-                return [], None, late
-            times, values = times[cut:], values[cut:]
-        records = list(zip(times, self._raws(values)))
-        if not encode:
-            return records, None, late
-        # The log entry holds the events in records order. Its arrival numbers (``seq + i``)
-        # then follow that order, which keeps equal times in arrival order: all a rebuild
-        # needs (it sorts by time, then arrival number).
-        n = len(times)
-        data: bytes | None
-        if n == 1:
-            data = encode_entry(times, [{self.field: values[0]}])
-        else:
-            data = encode_float_record_segment(self.field, n, cols.time_bytes[8 * cut:],
-                                               cols.value_bytes[8 * cut:])
-        return records, data, late
-
-    def _raws(self, values: list[float]) -> Sequence[Any]:
-        """What the records hold for the field values (see :meth:`Intake.raw`)."""
-        reads = self._reads_field
-        if len(reads) == 1:
-            return values if reads[0] else [None] * len(values)
-        return [tuple([x if r else None for r in reads]) for x in values]
-
-
-__all__ = ["MIN_BATCH", "BatchColumns", "ColumnarIntake", "KeyColumns", "compiled_reader",
+__all__ = ["MIN_BATCH", "BatchColumns", "ColumnarIntake", "compiled_reader",
            "key_time_order"]

@@ -44,7 +44,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from adapters.crosskey.batch_runtime import BatchRuntime
-from adapters.crosskey.columnar import ColumnarIntake, KeyColumns
+from adapters.crosskey.columnar import ColumnarIntake
 from adapters.crosskey.over_runtime import over_outputs
 from adapters.driver.intake import Accepted, Intake, PolicyMeasure
 from adapters.driver.key_runtime import KeyRuntime
@@ -131,11 +131,10 @@ class WindowDriver:
             and the cross-key runtime each keep at most this many keys between calls;
             ``None``: no bound.
         time_field: the name used for the event time in error messages.
-        columnar: let :meth:`process_batch` and :meth:`advance_keys` use NumPy when the
-            query and the batch allow it: the cross-key batch runtime
-            (:mod:`adapters.crosskey.batch_runtime`) or else the columnar intake
-            (:mod:`adapters.crosskey.columnar`); the same rows (bit for bit), late events,
-            timers and errors either way (``False``: always the per-key path).
+        columnar: let :meth:`process_batch` and :meth:`advance_keys` use the cross-key batch
+            runtime (:mod:`adapters.crosskey.batch_runtime`, NumPy) when the query and the
+            batch allow it; the same rows (bit for bit), late events, timers and errors
+            either way (``False``: always the per-key path).
 
     Thread safety: one driver per engine task/operator instance; calls must not overlap.
     """
@@ -184,7 +183,7 @@ class WindowDriver:
         #: (:mod:`adapters.driver.key_store`)
         self.key_store = KeyStore(q, lanes, self._intake, max_cached_keys)
         self._lanes = lanes
-        #: batch-wide NumPy intake for the commonest queries (None: not covered / no NumPy)
+        #: the cross-key runtime's batch reader (None: not covered / no NumPy)
         self._columnar = ColumnarIntake.for_intake(self._intake) if columnar else None
         #: the cross-key batch runtime for the commonest queries (None: not covered)
         self._batch = BatchRuntime.for_query(self.key_store, self._columnar, q.aggregations,
@@ -276,13 +275,6 @@ class WindowDriver:
         if watermark is not None and type(watermark) is not int:
             watermark = parse_watermark(watermark)  # once, not per key
         if self._batch is not None and self._batch.process(events, backend, watermark, out):
-            return out
-        split = self._columnar.split(events) if self._columnar is not None else None
-        if split is not None:
-            prepared_columns = [self._prepare_columns(key, cols, backend.key_state(key),
-                                                      watermark) for key, cols in split]
-            for p in prepared_columns:
-                self._apply(p, out)
             return out
         groups: dict[Any, tuple[list[Any], list[Any]]] = {}
         get = groups.get
@@ -403,14 +395,6 @@ class WindowDriver:
         return key, state, rt, wm, self._intake.accept(
             key, times, values, wm - self.allowed_lateness,
             encode=getattr(state, "keeps_log", True))
-
-    def _prepare_columns(self, key: Any, cols: KeyColumns, state: KeyState,
-                         watermark: Any) -> _Prepared:
-        """:meth:`_prepare` for a key of a batch split by the columnar intake."""
-        rt, wm = self._runtime(key, state, watermark)
-        assert self._columnar is not None
-        return key, state, rt, wm, self._columnar.accept(
-            key, cols, wm - self.allowed_lateness, encode=getattr(state, "keeps_log", True))
 
     def _apply(self, p: _Prepared, out: Output) -> None:
         key, state, rt, watermark, (records, data, late) = p

@@ -107,7 +107,7 @@ def test_same_columns_as_the_python_reader(events: list[Any],
                                            bad: list[tuple[int, Any]]) -> None:
     for at, event in bad:
         events.insert(at % (len(events) + 1), event)
-    intake = ColumnarIntake(FIELD, [True])
+    intake = ColumnarIntake(FIELD)
     _same(intake.read(events), intake.read_python(events))
 
 
@@ -152,7 +152,7 @@ def test_a_key_whose_hash_raises(error: type[Exception], outcome: Any) -> None:
     the general path reports the key) or the key's own error is raised, as without the
     compiled reader."""
     events = [("a", 1, {FIELD: 1.0})] * MIN_BATCH + [(_Raises(error), 2, {FIELD: 1.0})]
-    intake = ColumnarIntake(FIELD, [True])
+    intake = ColumnarIntake(FIELD)
     if outcome is None:
         assert intake.read(events) is None and intake.read_python(events) is None
     else:
@@ -196,7 +196,7 @@ def test_no_reference_is_leaked() -> None:
 @needs_reader
 def test_columns_are_writable_arrays() -> None:
     events = [("a", t, {FIELD: 1.0}) for t in range(MIN_BATCH)]
-    cols = ColumnarIntake(FIELD, [True]).read(events)
+    cols = ColumnarIntake(FIELD).read(events)
     assert cols is not None
     assert cols.codes.flags.writeable and cols.times.flags.writeable
     assert cols.values.flags.writeable

@@ -187,3 +187,20 @@ def test_the_plan_prints_one_line_per_decision() -> None:
     assert plan.path == "pre-sliced, cross-key runtime, kernels"
     for name in ("presliced", "over kernel", "runtime", "structures", "kvs layout"):
         assert f"  {name}: " in text
+
+
+def test_a_benchmark_switches_a_path_off_with_the_same_rows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from adapters.planning import BENCHMARK_WITHOUT
+
+    events = [(t, {"v": float((t * 7) % 11)}) for t in range(0, 400, 3)]
+    on, on_plan = plan_of("sliding max", column_fields=frozenset({"v"}))
+    _, over_on = plan_of("over sum", column_fields=frozenset({"v"}))
+    assert on_plan.kernels and over_on.over_kernel is not None
+    monkeypatch.setenv(BENCHMARK_WITHOUT, "kernels,over kernel")
+    off, off_plan = plan_of("sliding max", column_fields=frozenset({"v"}))
+    _, over_off = plan_of("over sum", column_fields=frozenset({"v"}))
+    assert not off_plan.kernels and off_plan.runtime == "per-key"
+    assert over_off.over_kernel is None and BENCHMARK_WITHOUT in over_off.reasons["over kernel"]
+    assert canon(off.finish("k", events).rows) == canon(on.finish("k", events).rows) \
+        == canon(brute_rows("sliding max", events))
