@@ -13,7 +13,7 @@ from benchmarks.common import load
 RUNS = {
     "spark_event_path_without_kernels": ("kernel mode", "Spark batch"),
     "beam_windows_without_kernels": ("kernel mode", "Beam (FnApiRunner, batch)"),
-    "spark_streaming_without_kernels": ("kernel mode", "Spark streaming, key_buckets=None"),
+    "spark_streaming_without_kernels": ("kernel mode", "Spark streaming, key buckets"),
     "spark_event_path_without_over_kernel": ("stateless OVER kernel", "Spark batch"),
     "spark_event_path_without_presliced": ("batch pre-slicing", "Spark batch"),
 }
