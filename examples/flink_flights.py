@@ -74,21 +74,10 @@ def run(limit: int | None, batch: bool, mode: str = "thread") -> dict[str, Any]:
     with both.execute_and_collect() as results:
         for kind, item in results:
             if kind == "row":
-                rows.append(report_row(dict(zip(names, item))))
+                rows.append(dict(zip(names, item)))
             else:
                 late.append(item)
     return {"events": len(flights), "rows": rows, "late": late}
-
-
-def report_row(row: dict[str, Any]) -> dict[str, Any]:
-    """An output row in the form ``flights_report`` reads: ``window, key`` and ``start,
-    end`` (window rows) or ``time, event`` (per-flight rows), then the aggregations."""
-    out = {"window": row["window"], "key": row["origin"]}
-    if row["window_start"] is not None:
-        out.update(start=row["window_start"], end=row["window_end"])
-    else:
-        out.update(time=row["dep_ms"], event={"flight": row["flight"], "delay": row["delay"]})
-    return {**out, **{name: row[name] for name in AGGREGATIONS}}
 
 
 def report(res: dict[str, Any]) -> str:
