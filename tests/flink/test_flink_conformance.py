@@ -42,14 +42,16 @@ def test_selection_is_meaningful() -> None:
 @pytest.fixture(scope="module", params=MODES)
 def batch_runs(flink_env: Any, request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
     return run_corpus(flink_env(streaming=False, mode=request.param),
-                      [load(n) for n in BATCH], markers=False)
+                      [load(n) for n in BATCH], markers=False,
+                      runner=f"Flink batch ({request.param} mode)")
 
 
 @pytest.fixture(scope="module", params=MODES)
 def stream_runs(flink_env: Any, request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
     # Two operator instances: keys spread over two drivers, caches and state partitions.
     return run_corpus(flink_env(streaming=True, parallelism=2, mode=request.param),
-                      [load(n) for n in ALL], markers=True)
+                      [load(n) for n in ALL], markers=True,
+                      runner=f"Flink streaming ({request.param} mode)")
 
 
 @pytest.mark.parametrize("name", BATCH)
