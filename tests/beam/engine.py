@@ -173,6 +173,29 @@ def input_type(feed: Feed) -> Any:
     return typing.Tuple[key, Any]  # noqa: UP006 (Beam reads typing's form)
 
 
+#: Python types of the logical types a typed feed's columns have
+_PYTHON_TYPES = {"long": int, "double": float, "string": str, "bool": bool}
+
+
+def typed_schema(scenario: dict[str, Any], feed: Feed) -> list[Column]:
+    """The output schema of the scenario's query over ``beam.Row`` elements of ``feed``'s
+    typed columns (``key=`` and ``time=`` naming its key and time; the value fields
+    nullable), from a pipeline that is built, never run."""
+    assert feed.fields is not None
+    fixed = {feed.key[0], feed.time[0]}
+    row = RowTypeConstraint.from_fields([
+        (n, _PYTHON_TYPES[t] if n in fixed else typing.Optional[_PYTHON_TYPES[t]])  # noqa: UP045
+        for n, t in feed.fields])
+    q = scenario["query"]
+    pipeline = beam.Pipeline(runner=FnApiRunner())
+    rows = pipeline | "Rows" >> beam.Create([]).with_output_types(row)
+    out = rows | "Aggregate" >> SlidingAggregate(
+        windows=q["windows"], aggregations=q["aggregations"],
+        allowed_lateness=q.get("allowed_lateness", 0), nulls=q.get("nulls", "skip"),
+        key=feed.key[0], time=feed.time[0])
+    return logical_schema(out.element_type)
+
+
 def _result(run: int, late_run: int, cutoff: int | None, columns: OutputColumns,
             reported: dict[str, Any]) -> dict[str, Any]:
     """Rows (those stamped before ``cutoff`` us when given) as the runner's rows, late

@@ -28,7 +28,10 @@ types
 Two runners fed the same :class:`Feed` must therefore give the same schema; runners fed
 differently (Spark's columns are typed and carry the test's ``seq`` column and the ``late``
 flag; Beam and Flink get untyped ``(key, value)`` elements, :func:`untyped_feed`) give the
-schemas their feeds imply, and each is checked against that.
+schemas their feeds imply, and each is checked against that. So that typed inputs are
+compared across engines too, the Beam and Flink suites also check, per scenario, the schema
+their adapters declare over rows of the typed columns Spark gets (:func:`typed_feed`),
+without running a job.
 
 **Logical types.** ``long``, ``int`` (32-bit), ``short``, ``byte``, ``double``, ``float``
 (32-bit), ``string``, ``bool``, ``binary``, ``time`` (any timestamp type: Spark
@@ -158,6 +161,13 @@ def untyped_feed(scenario: dict[str, Any]) -> Feed:
     return Feed(("key", key_type(scenario)), ("time", LONG))
 
 
+def typed_feed(scenario: dict[str, Any], extra: Sequence[Column] = ()) -> Feed:
+    """The feed of rows with typed columns: ``key``, ``time`` (epoch ms), the ``extra``
+    columns, then the scenario's value fields (:func:`field_types`)."""
+    key, time = ("key", key_type(scenario)), ("time", LONG)
+    return Feed(key, time, (key, time, *extra, *field_types(scenario).items()))
+
+
 # ----------------------------------------------------------------------------- the rule
 def _aggregate_type(spec: AggSpec, feed: Feed) -> str:
     fields = dict(feed.fields or ())
@@ -231,6 +241,7 @@ __all__ = [
     "key_type",
     "schema_problem",
     "struct_of",
+    "typed_feed",
     "untyped_feed",
     "value_type",
 ]

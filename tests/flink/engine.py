@@ -42,10 +42,18 @@ from pyflink.common.typeinfo import (
 from pyflink.datastream import StreamExecutionEnvironment
 
 import flink_adapter
-from adapters import END_OF_INPUT, WindowDriver
+from adapters import END_OF_INPUT, WindowDriver, parse_query
 from adapters.engine.rows import OutputColumns
 from flink_adapter import LATE_TAG_NAME
-from flink_adapter._types import OutputLayout, plain_type, time_kind
+from flink_adapter._checks import check_stream
+from flink_adapter._types import (
+    OutputLayout,
+    StreamNames,
+    key_type_of,
+    layout_and_type,
+    plain_type,
+    time_kind,
+)
 from flink_adapter.function import SwagProcessFunction
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare, error_problem
@@ -204,6 +212,28 @@ def declared_schema(scenario: dict[str, Any], feed: Feed) -> list[Column]:
             algorithm=q.get("algorithm"), nulls=q.get("nulls", "skip"))
         _DECLARED[cache_key] = logical_schema(out.get_type())
     return _DECLARED[cache_key]
+
+
+#: Flink types of the logical types a typed feed's columns have
+_FLINK_TYPES = {"long": Types.LONG, "double": Types.DOUBLE, "string": Types.STRING,
+                "bool": Types.BOOLEAN}
+
+
+def typed_schema(scenario: dict[str, Any], feed: Feed) -> list[Column]:
+    """The output type :func:`flink_adapter.sliding_aggregate` declares for the scenario's
+    query over a stream of ``Types.ROW_NAMED`` of ``feed``'s typed columns (``key=`` and
+    ``time=`` naming its key and time): the stream's type checked and the output type
+    derived by the functions ``sliding_aggregate`` calls, without a graph (building one
+    costs ~0.35 s of JVM round trips per query; :func:`declared_schema` builds one)."""
+    assert feed.fields is not None
+    element = Types.ROW_NAMED([n for n, _ in feed.fields],
+                              [_FLINK_TYPES[t]() for _, t in feed.fields])
+    query = parse_query(scenario["query"])
+    names = StreamNames(feed.key[0], feed.time[0])
+    check_stream(query, names, element)
+    _, declared = layout_and_type(query, key_type_of(names.key, element, None), element,
+                                  names, {})
+    return logical_schema(declared)
 
 
 def reported(scenario: dict[str, Any], runner: str) -> dict[str, Any]:
