@@ -11,7 +11,8 @@ streaming (``TestStream`` on the ``BundleBasedDirectRunner``), see :mod:`tests.b
   ``(key, value)`` pairs with a typed key (checked by the runner against
   :mod:`tests.conformance.schema`); over ``beam.Row`` elements of typed columns (the columns
   Spark's runners give, :func:`tests.conformance.schema.typed_feed`) the declared row type of
-  every scenario's query is checked too, without running the pipeline.
+  every scenario's query is checked too, without running the pipeline. The Beam-late
+  scenarios below check the reported schema the same way.
 * Streaming, Beam-late events (``time < watermark`` when added): Beam does not order them
   with later watermark advances, and a Python stateful ``DoFn`` cannot read the input
   watermark, so the adapter judges lateness against the watermark the key has seen through
@@ -43,7 +44,13 @@ from tests.beam.engine import (
 )
 from tests.conformance import corpus
 from tests.conformance.oracle import expected
-from tests.conformance.runner import assert_conforms, compare, load, scenario_names
+from tests.conformance.runner import (
+    assert_conforms,
+    compare,
+    load,
+    reported_schema_problem,
+    scenario_names,
+)
 from tests.conformance.schema import expected_schema, schema_problem, typed_feed
 
 ALL = scenario_names()
@@ -98,6 +105,8 @@ def test_streaming_beam_late(name: str) -> None:
     exp = expected(dict(scenario, steps=steps))
     diff = compare(exp, {"rows": result["rows"], "late": {}})
     assert diff is None, f"{name}: rows differ from the oracle over the accepted events\n{diff}"
+    why = reported_schema_problem(streaming_engine, scenario, result)
+    assert why is None, why
 
 
 @pytest.mark.parametrize("name", GOOD)
