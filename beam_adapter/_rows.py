@@ -11,8 +11,9 @@
 Types: ``window`` is ``numpy.int32`` (Beam's INT32); ``window_start``/``window_end``/
 ``<time>`` are ``int`` ms (INT64), or ``Timestamp`` when ``time=`` names a ``Timestamp``
 field; key and event fields keep their declared types; the built-in aggregations' types come
-from their engine-free declarations (:func:`adapters.query.specs.output_type`); anything
-unknown is ``typing.Any`` (Beam's pickled "any" logical type).
+from their engine-free declarations (:func:`adapters.query.specs.output_type`; a whole-event
+argmin/argmax is a row of the event's fields but the key and time, as on Spark and Flink);
+anything unknown is ``typing.Any`` (Beam's pickled "any" logical type).
 
 The driver stores event values with the state codec, which takes plain values: a row event
 reaches it as a ``dict`` of its fields (``Timestamp`` fields as integer ms, turned back on
@@ -181,7 +182,8 @@ class OutputSchema:
     """The output rows of one transform: columns (names, where each value comes from),
     their Beam row type, and per column how a driver value becomes the Beam value
     (``"time"``: ms -> ``Timestamp``, ``"bytes"``, ``"struct"``: a sequence -> ``beam.Row``
-    of ``struct_fields``). Plain data: the ``DoFn`` carries it."""
+    of ``struct_fields``, or a whole event's ``dict`` -> ``beam.Row`` of those of its
+    fields). Plain data: the ``DoFn`` carries it."""
 
     columns: OutputColumns
     types: tuple[Any, ...]
@@ -207,6 +209,11 @@ class OutputSchema:
             return Timestamp(micros=x * 1000) if isinstance(x, int) else x
         if how == "bytes":
             return x.to_bytes() if hasattr(x, "to_bytes") else bytes(x)
+        if isinstance(x, Mapping):  # a whole event (driver_value: timestamps as ms)
+            struct = base_type(self.types[self.columns.names.index(name)])
+            return beam.Row(**{n: self._convert("time", n, x.get(n))
+                               if base_type(t) is Timestamp else x.get(n)
+                               for n, t in struct._fields})
         return beam.Row(**dict(zip(self.struct_fields[name], x)))
 
 
@@ -226,9 +233,12 @@ def output_schema(query: Query, shape: InputShape, key: str | None,
     types: list[Any] = []
     converters: list[str | None] = []
     structs: dict[str, tuple[str, ...]] = {}
+    # a whole-event argmin/argmax: the event's fields but the key and time (as on Spark)
+    whole = None if shape.fields is None else RowTypeConstraint.from_fields(
+        [(n, t) for n, t in fields.items() if n not in (key or DEFAULT_KEY, time)])
     for name, (kind, source) in zip(columns.names, columns.sources):
         if kind == "agg":
-            t = output_type(aggs[source], BEAM_TYPES, lambda f: base_type(fields.get(f)), None)
+            t = output_type(aggs[source], BEAM_TYPES, lambda f: base_type(fields.get(f)), whole)
             if isinstance(t, RowTypeConstraint):
                 structs[name] = tuple(n for n, _ in t._fields)
             converter = ("struct" if name in structs else

@@ -132,7 +132,8 @@ class OutputLayout:
       element); a ``Row`` becomes a ``dict`` of its declared fields;
     * ``input_fields``: the input ``Row``'s field names (when known); ``event_fields``: the
       field names of the driver's value (``input_fields``, or the ``value_field`` row's),
-      ``time_fields`` those holding timestamps (``name -> kind``);
+      ``time_fields`` those holding timestamps (``name -> kind``); ``whole_fields``: the
+      fields of a whole-event argmin/argmax (the event's other than the key and time);
     * ``columns``: the output columns and where each value comes from
       (:func:`adapters.engine.rows.output_columns`); ``converters``: output column -> how a
       driver value becomes the Flink value (``"row"``, ``"pair"``, ``"bytes"``, or
@@ -144,6 +145,7 @@ class OutputLayout:
     input_fields: tuple[str, ...] | None = None
     event_fields: tuple[str, ...] | None = None
     time_fields: dict[str, str] = field(default_factory=dict)
+    whole_fields: tuple[str, ...] | None = None
     converters: dict[str, str] = field(default_factory=dict)
 
     def read(self, value: Any, name: str) -> Any:
@@ -184,8 +186,8 @@ class OutputLayout:
     def _convert(self, how: str | None, x: Any) -> Any:
         if how is None or x is None:
             return x
-        if how == "row" and isinstance(x, dict) and self.event_fields is not None:
-            return Row(*[from_ms(x.get(n), self.time_fields.get(n)) for n in self.event_fields])
+        if how == "row" and isinstance(x, dict) and self.whole_fields is not None:
+            return Row(*[from_ms(x.get(n), self.time_fields.get(n)) for n in self.whole_fields])
         if how == "pair":
             return Row(x[0], x[1])
         if how == "bytes":
@@ -257,10 +259,15 @@ def layout_and_type(query: Query, key_type: TypeInformation,
     value_type = (plain_type(input_type) if value_field is None
                   else (fields or {}).get(value_field))
     time_fields = {n: k for n, t in (event or {}).items() if (k := time_kind(t)) is not None}
-    columns = output_columns(
-        query, key_names=[names.key if isinstance(names.key, str) else "key"],
-        time_name=names.time if isinstance(names.time, str) else "time",
-        event_fields=None if event is None else list(event))
+    key_name = names.key if isinstance(names.key, str) else "key"
+    time_name = names.time if isinstance(names.time, str) else "time"
+    columns = output_columns(query, key_names=[key_name], time_name=time_name,
+                             event_fields=None if event is None else list(event))
+    # a whole-event argmin/argmax: the event's fields but the key and time (as on Spark)
+    whole = None if event is None else {n: t for n, t in event.items()
+                                        if n not in (key_name, time_name)}
+    whole_type = (value_type if whole is None
+                  else Types.ROW_NAMED(list(whole), list(whole.values())))
     time_type, kind = names.time_type(fields)
     source_types = {"window": Types.INT(), "key": key_type, "start": time_type,
                     "end": time_type, "time": time_type,
@@ -272,7 +279,7 @@ def layout_and_type(query: Query, key_type: TypeInformation,
     for name, (source, ref) in zip(columns.names, columns.sources):
         if source == "agg":
             t, how = _aggregate_column(aggs[ref], event or {},
-                                       value_type if value_field is None else None,
+                                       whole_type if value_field is None else None,
                                        output_types)
         elif source == "field":
             t, how = (event or {})[ref], _time_converter(time_fields.get(ref))
@@ -286,6 +293,7 @@ def layout_and_type(query: Query, key_type: TypeInformation,
                           input_fields=None if fields is None else tuple(fields),
                           event_fields=None if event is None else tuple(event),
                           time_fields=time_fields,
+                          whole_fields=None if whole is None else tuple(whole),
                           converters=converters)
     return layout, Types.ROW_NAMED(list(columns.names), types)
 
@@ -299,8 +307,8 @@ def _aggregate_column(spec: AggSpec, event: Mapping[str, TypeInformation],
                       output_types: Mapping[str, TypeInformation]
                       ) -> tuple[TypeInformation, str | None]:
     """An aggregate column's Flink type (:func:`aggregate_type`; ``event``: the event's
-    field types, ``row_type``: the whole input row's type, when the event is that row) and
-    its converter."""
+    field types, ``row_type``: the type of a whole event, when the event is the input row)
+    and its converter."""
     t = aggregate_type(spec, event, row_type, output_types)
     declared = declared_output(spec)
     if isinstance(declared, StructOf) and isinstance(t, RowTypeInfo):

@@ -33,26 +33,31 @@ with later watermark advances (they do not hold the watermark), and a Python sta
 
 from __future__ import annotations
 
+import collections.abc
 import logging
 import math
+import typing
 from collections import Counter
 from typing import Any
 
 import apache_beam as beam
+import numpy as np
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.test_stream import TestStream
 from apache_beam.transforms.window import TimestampedValue
+from apache_beam.typehints.row_type import RowTypeConstraint
 from apache_beam.utils.timestamp import MIN_TIMESTAMP, Timestamp
 
 from adapters import parse_query
 from adapters.engine.rows import OutputColumns, output_columns
 from beam_adapter import SlidingAggregate
-from beam_adapter._rows import InputShape, OutputSchema, output_schema
+from beam_adapter._rows import InputShape, OutputSchema, base_type, output_schema
 from tests.beam import sink
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
+from tests.conformance.schema import Column, Feed, array_of, struct_of, untyped_feed
 
 logging.getLogger("apache_beam").setLevel(logging.ERROR)
 
@@ -130,16 +135,78 @@ def pairs_schema(query: dict[str, Any]) -> OutputSchema:
     return output_schema(parse_query(query), InputShape("untyped", Any, None), None, None)
 
 
-def _result(run: int, late_run: int, cutoff: int | None, columns: OutputColumns
-            ) -> dict[str, Any]:
+# ----------------------------------------------------------------------------- schema
+#: Beam schema types (Python types) by logical type name (:mod:`tests.conformance.schema`)
+_LOGICAL = ((np.int32, "int"), (int, "long"), (np.int64, "long"), (np.int16, "short"),
+            (np.int8, "byte"), (float, "double"), (np.float64, "double"),
+            (np.float32, "float"), (str, "string"), (bool, "bool"), (bytes, "binary"),
+            (Timestamp, "time"))
+
+
+def logical_type(t: Any) -> str:
+    """A Beam schema field type as a logical type (``Optional`` dropped, sequences and rows
+    recursively, ``typing.Any`` as ``any``; a type without a logical name as its own)."""
+    t = base_type(t)
+    if t is Any:
+        return "any"
+    if isinstance(t, RowTypeConstraint):
+        return struct_of((name, logical_type(f)) for name, f in t._fields)
+    if typing.get_origin(t) in (list, collections.abc.Sequence):
+        return array_of(logical_type(typing.get_args(t)[0]))
+    for cls, name in _LOGICAL:
+        if t is cls:
+            return name
+    return f"beam:{t!r}"
+
+
+def logical_schema(element_type: Any) -> list[Column]:
+    """The output ``PCollection``'s element type (a ``RowTypeConstraint``) as
+    ``(column, logical type)`` pairs, in order."""
+    assert isinstance(element_type, RowTypeConstraint), element_type
+    return [(name, logical_type(t)) for name, t in element_type._fields]
+
+
+def input_type(feed: Feed) -> Any:
+    """The element type the runners declare for their ``(key, value)`` elements: the key's
+    type (``feed.key``), untyped values."""
+    key = {"string": str, "long": int}.get(feed.key[1], Any)
+    return typing.Tuple[key, Any]  # noqa: UP006 (Beam reads typing's form)
+
+
+#: Python types of the logical types a typed feed's columns have
+_PYTHON_TYPES = {"long": int, "double": float, "string": str, "bool": bool}
+
+
+def typed_schema(scenario: dict[str, Any], feed: Feed) -> list[Column]:
+    """The output schema of the scenario's query over ``beam.Row`` elements of ``feed``'s
+    typed columns (``key=`` and ``time=`` naming its key and time; the value fields
+    nullable), from a pipeline that is built, never run."""
+    assert feed.fields is not None
+    fixed = {feed.key[0], feed.time[0]}
+    row = RowTypeConstraint.from_fields([
+        (n, _PYTHON_TYPES[t] if n in fixed else typing.Optional[_PYTHON_TYPES[t]])  # noqa: UP045
+        for n, t in feed.fields])
+    q = scenario["query"]
+    pipeline = beam.Pipeline(runner=FnApiRunner())
+    rows = pipeline | "Rows" >> beam.Create([]).with_output_types(row)
+    out = rows | "Aggregate" >> SlidingAggregate(
+        windows=q["windows"], aggregations=q["aggregations"],
+        allowed_lateness=q.get("allowed_lateness", 0), nulls=q.get("nulls", "skip"),
+        key=feed.key[0], time=feed.time[0])
+    return logical_schema(out.element_type)
+
+
+def _result(run: int, late_run: int, cutoff: int | None, columns: OutputColumns,
+            reported: dict[str, Any]) -> dict[str, Any]:
     """Rows (those stamped before ``cutoff`` us when given) as the runner's rows, late
     counts, and the late events themselves (``late_events``: ``[key, time, value]``, the
-    time from the element's timestamp)."""
+    time from the element's timestamp); ``reported``: the output's ``schema``, ``feed`` and
+    ``runner``."""
     rows = [runner_row(row, columns) for row, micros in sink.take(run)
             if cutoff is None or micros < cutoff]
     late_events = [[key, micros // 1000, value] for (key, value), micros in sink.take(late_run)]
     late = Counter(ev[0] for ev in late_events)
-    return {"rows": rows, "late": dict(late), "late_events": late_events}
+    return {"rows": rows, "late": dict(late), "late_events": late_events, **reported}
 
 
 def beam_late_events(scenario: dict[str, Any]) -> list[list[Any]]:
@@ -162,14 +229,18 @@ def batch_engine(scenario: dict[str, Any], **options: Any) -> dict[str, Any]:
     """Every event through ``beam.Create`` and the ``FnApiRunner`` (batch)."""
     elements = [TimestampedValue((key, value), beam_timestamp(time))
                 for key, time, value in _events(scenario)]
+    feed = untyped_feed(scenario)
     run, late_run = sink.new_run(), sink.new_run()
     try:
         with beam.Pipeline(runner=FnApiRunner()) as p:
-            out = (p | "Events" >> beam.Create(elements, reshuffle=False)
-                   | "Aggregate" >> _transform(scenario, **options))
+            events = p | "Events" >> beam.Create(elements, reshuffle=False).with_output_types(
+                input_type(feed))
+            out = events | "Aggregate" >> _transform(scenario, **options)
             _ = out.rows | "Rows" >> beam.ParDo(sink.Collect(run))
             _ = out.late | "Late" >> beam.ParDo(sink.Collect(late_run))
-        return _result(run, late_run, None, output_columns_of(scenario))
+            reported = {"schema": logical_schema(out.rows.element_type), "feed": feed,
+                        "runner": "Beam batch (FnApiRunner)"}
+        return _result(run, late_run, None, output_columns_of(scenario), reported)
     finally:
         sink.discard(run, late_run)
 
@@ -193,19 +264,23 @@ def streaming_engine(scenario: dict[str, Any], **options: Any) -> dict[str, Any]
         if watermark is None or w > watermark:
             watermark = w
             stream.advance_watermark_to(Timestamp(micros=w * 1000))
+    feed = untyped_feed(scenario)
     run, late_run = sink.new_run(), sink.new_run()
     opts = PipelineOptions()
     opts.view_as(StandardOptions).streaming = True
     options.setdefault("timestamps", "emission")
     try:
         with beam.Pipeline(runner=BundleBasedDirectRunner(), options=opts) as p:
-            out = (p | "Events" >> stream | "Aggregate" >> _transform(scenario, **options))
+            events = p | "Events" >> stream.with_output_types(input_type(feed))
+            out = events | "Aggregate" >> _transform(scenario, **options)
             _ = out.rows | "Rows" >> beam.ParDo(sink.Collect(run))
             _ = out.late | "Late" >> beam.ParDo(sink.Collect(late_run))
+            reported = {"schema": logical_schema(out.rows.element_type), "feed": feed,
+                        "runner": "Beam streaming (TestStream, BundleBasedDirectRunner)"}
         if ends:
             cutoff = None
         else:
             cutoff = MIN_TIMESTAMP.micros if watermark is None else watermark * 1000
-        return _result(run, late_run, cutoff, output_columns_of(scenario))
+        return _result(run, late_run, cutoff, output_columns_of(scenario), reported)
     finally:
         sink.discard(run, late_run)

@@ -3,7 +3,12 @@
 An *engine* is any callable taking an expanded scenario dict (``generate`` steps replaced by
 their events, watermarks as in JSON: an int or ``"end"``) and returning
 ``{"rows": [row, ...], "late": {key: n}}`` in the row format of the shared conventions; for a
-scenario with ``expect_error`` it must raise. Plugging one in::
+scenario with ``expect_error`` it must raise. It may also report the schema of its output
+rows: ``"schema": [(column name, logical type), ...]`` (its native schema in the logical
+types of :mod:`.schema`) with ``"feed"``, the :class:`.schema.Feed` it gave the engine, and
+optionally ``"runner"``, its name for messages; the schema must then be the one
+:func:`.schema.expected_schema` derives from the scenario's query and that feed (names,
+order and types). Plugging one in::
 
     from tests.conformance.runner import assert_conforms, load, scenario_names
 
@@ -17,7 +22,7 @@ Comparison: rows are a multiset, matched by identity (window, key, start, end; o
 window, key, time), numbers exactly by value (floats bit for bit: sums, means and variances
 are exactly rounded everywhere; an int equals the float of the same value), tuples equal to
 lists, NaN equal to NaN; bloom columns structurally (see :mod:`.oracle`); late counts as a
-dict without zero entries.
+dict without zero entries; a reported schema exactly (:func:`.schema.schema_problem`).
 """
 
 from __future__ import annotations
@@ -315,7 +320,27 @@ def check(engine: Engine | Callable[[dict[str, Any]], Any],
         return Outcome(name, False, f"expected {expect['class']} (field {expect.get('field')!r},"
                        f" key {expect.get('key')!r}); the engine returned {n} rows", seconds)
     diff = compare(exp, actual)
+    if diff is None:
+        diff = reported_schema_problem(engine, scenario, actual)
     return Outcome(name, diff is None, diff or f"{len(exp['rows'])} rows match", seconds)
+
+
+def reported_schema_problem(engine: Any, scenario: dict[str, Any],
+                            actual: dict[str, Any]) -> str | None:
+    """Why the schema an engine reported (``actual["schema"]``) is not the scenario's
+    expected one over the reported ``feed``; None when it is, or when none is reported."""
+    if "schema" not in actual:
+        return None
+    # imported here: the runner itself needs no code under test (the schema rule does)
+    from .schema import Feed, expected_schema, schema_problem
+
+    runner = actual.get("runner") or getattr(engine, "__qualname__", None) or repr(engine)
+    feed = actual.get("feed")
+    if not isinstance(feed, Feed):
+        return f"runner {runner}: a reported schema needs the 'feed' it derives from, " \
+               f"got {_short(feed)}"
+    why = schema_problem(expected_schema(scenario, feed), actual["schema"])
+    return None if why is None else f"output schema on runner {runner}: {why}"
 
 
 def assert_conforms(engine: Engine | Callable[[dict[str, Any]], Any],

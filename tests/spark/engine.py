@@ -3,7 +3,8 @@
 
 It builds a DataFrame from the scenario's events (``frames.py``) and calls
 :func:`spark_adapter.sliding_aggregate` with the scenario's windows and aggregations, with
-``late_rows="include"`` so that one query gives the rows and the late events. The adapter
+``late_rows="include"`` so that one query gives the rows and the late events, and reports
+the output DataFrame's schema (``frames.reported``). The adapter
 runs it with ``groupBy().applyInArrow``, pre-sliced (the default ``presliced=None``: auto)
 when the query is eligible. Everything is released at end of input, so it runs only the
 scenarios whose expected result does not depend on the watermark steps
@@ -26,6 +27,7 @@ from tests.spark.frames import (
     events_of,
     field_types,
     key_type,
+    reported,
     result_columns,
     rows,
     schema,
@@ -59,4 +61,6 @@ def batch_engine(scenario: dict[str, Any]) -> dict[str, Any]:
                                schema(fields, key_type(events), int_time, marker=False))
     out = aggregate(df, scenario)
     records = [r.asDict() for r in out.select(*result_columns(out)).collect()]
-    return to_result(scenario, records, shift, fields)
+    key = key_type(events)
+    return to_result(scenario, records, shift, fields,
+                     reported(spark, "batch", out.schema, fields, key, int_time))

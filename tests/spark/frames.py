@@ -13,8 +13,11 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from spark_adapter import sliding_aggregate
+from tests.conformance import schema as schema_rule
+from tests.conformance.schema import BOOL, DOUBLE, LONG, STRING, Column, Feed, array_of, struct_of
 
 #: (step index, key, time, value) of one event.
 Event = tuple[int, Any, Any, dict[str, Any]]
@@ -42,32 +45,19 @@ def events_of(scenario: dict[str, Any]) -> list[Event]:
     return out
 
 
+#: Spark DDL types of the logical types a scenario's values have (:mod:`.schema`)
+SPARK_DDL = {BOOL: "boolean", LONG: "long", DOUBLE: "double", STRING: "string"}
+
+
 def field_types(events: list[Event], scenario: dict[str, Any]) -> dict[str, str]:
-    """Spark type of every value field (and of every field an aggregation names)."""
-    seen: dict[str, set[type]] = {}
-    for spec in scenario["query"]["aggregations"].values():
-        for param in ("field", "result"):
-            if isinstance(spec, dict) and isinstance(spec.get(param), str):
-                seen.setdefault(spec[param], set())
-    for _, _, _, value in events:
-        for name, x in value.items():
-            seen.setdefault(name, set())
-            if x is not None:
-                seen[name].add(type(x))
+    """Spark type of every value field (and of every field an aggregation names): the
+    engine-free :func:`tests.conformance.schema.field_types`."""
     types = {}
-    for name, ts in seen.items():
-        if not ts:
-            types[name] = "double"  # only nulls (or no events at all)
-        elif ts <= {bool}:
-            types[name] = "boolean"
-        elif ts <= {int}:
-            types[name] = "long"
-        elif ts <= {int, float}:
-            types[name] = "double"
-        elif ts <= {str}:
-            types[name] = "string"
-        else:
-            raise TypeError(f"field {name!r} mixes types {ts}: no single Spark column type")
+    for name, logical in schema_rule.field_types(scenario).items():
+        if logical not in SPARK_DDL:
+            kinds = sorted({type(v.get(name)).__name__ for _, _, _, v in events})
+            raise TypeError(f"field {name!r} mixes types {kinds}: no single Spark column type")
+        types[name] = SPARK_DDL[logical]
     return types
 
 
@@ -153,6 +143,51 @@ def result_columns(out: DataFrame) -> list[Any]:
     return cols
 
 
+# ----------------------------------------------------------------------------- schema
+#: Spark's scalar types by logical type name (:mod:`tests.conformance.schema`)
+_LOGICAL = ((T.LongType, "long"), (T.IntegerType, "int"), (T.ShortType, "short"),
+            (T.ByteType, "byte"), (T.DoubleType, "double"), (T.FloatType, "float"),
+            (T.StringType, "string"), (T.BooleanType, "bool"), (T.BinaryType, "binary"),
+            (T.TimestampType, "time"), (T.TimestampNTZType, "time"))
+
+
+def logical_type(dt: T.DataType) -> str:
+    """A Spark type as a logical type (arrays and structs recursively; a type without a
+    logical name as its own, e.g. ``spark:decimal(10,2)``)."""
+    if isinstance(dt, T.ArrayType):
+        return array_of(logical_type(dt.elementType))
+    if isinstance(dt, T.StructType):
+        return struct_of((f.name, logical_type(f.dataType)) for f in dt.fields)
+    for cls, name in _LOGICAL:
+        if isinstance(dt, cls):
+            return name
+    return f"spark:{dt.simpleString()}"
+
+
+def logical_schema(struct: T.StructType) -> list[Column]:
+    """A DataFrame's schema as ``(column, logical type)`` pairs, in order."""
+    return [(f.name, logical_type(f.dataType)) for f in struct.fields]
+
+
+def feed(fields: dict[str, str], key: str, int_time: bool) -> Feed:
+    """What the Spark engines give ``sliding_aggregate`` (the columns of :func:`schema`
+    without the marker), with late rows included (``late_rows="include"``)."""
+    by_ddl = {ddl: logical for logical, ddl in SPARK_DDL.items()}
+    time = ("time", LONG if int_time else STRING)
+    columns = (("key", by_ddl[key]), time, ("seq", LONG),
+               *((n, by_ddl[t]) for n, t in fields.items()))
+    return Feed(columns[0], time, columns, late_flag=True)
+
+
+def reported(spark: SparkSession, mode: str, out: T.StructType, fields: dict[str, str],
+             key: str, int_time: bool) -> dict[str, Any]:
+    """The ``schema``, ``feed`` and ``runner`` (``"Spark <mode>"``, or ``"Spark Connect
+    <mode>"``) a Spark engine reports for an output of schema ``out``."""
+    connect = type(spark).__module__.startswith("pyspark.sql.connect")
+    return {"schema": logical_schema(out), "feed": feed(fields, key, int_time),
+            "runner": f"Spark {'Connect ' if connect else ''}{mode}"}
+
+
 # ----------------------------------------------------------------------------- results
 def _present_everywhere(events: list[Event]) -> set[str]:
     names: set[str] | None = None
@@ -162,9 +197,11 @@ def _present_everywhere(events: list[Event]) -> set[str]:
 
 
 def to_result(scenario: dict[str, Any], records: list[dict[str, Any]], shift: int,
-              fields: dict[str, str]) -> dict[str, Any]:
+              fields: dict[str, str], reported: dict[str, Any] | None = None
+              ) -> dict[str, Any]:
     """Output records (``late_rows="include"``, times in ms) as the runner's
-    ``{"rows": [...], "late": {...}}``, times shifted back."""
+    ``{"rows": [...], "late": {...}}``, times shifted back; ``reported``: the output's
+    ``schema``, ``feed`` and ``runner`` (:mod:`tests.conformance.runner`), added to it."""
     events = events_of(scenario)
     everywhere = _present_everywhere(events)
     agg_names = list(scenario["query"]["aggregations"])
@@ -193,7 +230,7 @@ def to_result(scenario: dict[str, Any], records: list[dict[str, Any]], shift: in
         for name in agg_names:
             row[name] = plain(rec[name])
         out_rows.append(row)
-    return fix_pairs(scenario, {"rows": out_rows, "late": late})
+    return fix_pairs(scenario, {"rows": out_rows, "late": late, **(reported or {})})
 
 
 def plain(v: Any) -> Any:

@@ -68,6 +68,7 @@ from tests.spark.frames import (
     events_of,
     field_types,
     key_type,
+    reported,
     result_columns,
     rows,
     schema,
@@ -317,28 +318,33 @@ def metric_name(index: int) -> str:
     return "swag" if index == 0 else f"swag{index}"
 
 
-def _branch(spark: SparkSession, m: Member, index: int, base: str) -> DataFrame:
+def _branch(spark: SparkSession, m: Member, index: int, base: str,
+            schemas: dict[int, Any]) -> DataFrame:
+    """Member ``index``'s branch of the query; its output schema goes to ``schemas``."""
     src = (spark.readStream.schema(schema(m.fields, m.key, m.int_time, marker=True))
            .option("maxFilesPerTrigger", 1).json(os.path.join(base, f"in{index}"))
            .withWatermark("_wm", "0 seconds")
            .where(F.col("_wm").isNull()).drop("_wm"))
     out = aggregate(src, m.scenario, metric=metric_name(index))
+    schemas[index] = out.schema
     return out.select(F.lit(index).alias("member"),
                       F.struct(*result_columns(out)).alias(f"r{index}"))
 
 
-def _query(spark: SparkSession, group: Group, base: str) -> DataFrame:
-    branches = [_branch(spark, m, i, base) for i, m in enumerate(group.members)]
+def _query(spark: SparkSession, group: Group, base: str, schemas: dict[int, Any]
+           ) -> DataFrame:
+    branches = [_branch(spark, m, i, base, schemas) for i, m in enumerate(group.members)]
     return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
                             branches)
 
 
 def _process(spark: SparkSession, group: Group, base: str, sink: str,
-             progress: list[Any]) -> None:
+             progress: list[Any], schemas: dict[int, Any]) -> None:
     """Start the group's query, process every file, stop. ``sink``: the name of a memory
     table, or ``""`` for a Parquet file sink in ``base/out``, which (unlike the memory sink)
-    can resume from the checkpoint, exactly once."""
-    df = _query(spark, group, base)
+    can resume from the checkpoint, exactly once. Each member's output schema goes to
+    ``schemas``."""
+    df = _query(spark, group, base, schemas)
     if sink:
         writer = df.writeStream.format("memory").queryName(sink)
     else:
@@ -443,11 +449,12 @@ def run_group(spark: SparkSession, group: Group, *,
     parts = _parts(len(group.watermarks), restart_after)
     sink = "" if restart_after is not None else f"swag_{uuid.uuid4().hex}"
     seen: list[Any] = []
+    schemas: dict[int, Any] = {}
     try:
         for i, part in enumerate(parts):
             _write_inputs(group, base, part)
             overrides = part_queries[i] if i < len(part_queries) else {}
-            _process(spark, _with_query(group, overrides), base, sink, seen)
+            _process(spark, _with_query(group, overrides), base, sink, seen, schemas)
         records = _records(group, _emitted(spark, base, sink))
     finally:
         if workdir is None:
@@ -457,7 +464,9 @@ def run_group(spark: SparkSession, group: Group, *,
     runs = {}
     for i, m in enumerate(group.members):
         late, counted = _observed(seen, i)
-        runs[m.name] = MemberRun(to_result(m.scenario, records[i], m.shift, m.fields),
+        schema_of = reported(spark, "streaming", schemas[i], m.fields, m.key, m.int_time)
+        runs[m.name] = MemberRun(to_result(m.scenario, records[i], m.shift, m.fields,
+                                           schema_of),
                                  observed_late=late, observed_rows=counted)
     return runs
 

@@ -1,6 +1,8 @@
 """The conformance corpus through Spark batch (every scenario whose result a batch run can
 reproduce) and Spark Structured Streaming (every scenario: several per streaming query,
-several queries at once, see ``streaming.py``)."""
+several queries at once, see ``streaming.py``). Both engines report the output DataFrame's
+schema, which the runner checks against :mod:`tests.conformance.schema` (so does the Spark
+Connect suite, which runs the same engines)."""
 
 from __future__ import annotations
 
