@@ -42,17 +42,15 @@ from adapters.engine.columns import (
     KEY_IN,
     ORDER_IN,
     TIME_IN,
-    VALUE_IN,
     arrow_values,
     decode_key,
     order_key,
-    time_value,
     wide_columns,
 )
 from adapters.engine.timers import rearm
 
 from ._packed import packed_frame, unpack_frames
-from ._runtime import Plan, arrow_schema, arrow_table, driver_entry, pandas_frame
+from ._runtime import Plan, arrow_schema, arrow_table, driver_entry
 
 BUCKET_IN = "swag_b"
 #: Names of the state variables (part of the checkpoint format: do not rename).
@@ -64,40 +62,25 @@ BPAIRS_KEY_SCHEMA, BPAIRS_VALUE_SCHEMA = "k binary, slot long", "pair binary"
 # ----------------------------------------------------------------------------- the calls
 def bucket_events(plan: Plan, frames: Any, ids: dict[Hashable, bytes],
                   texts: dict[int, str]) -> list[tuple[Any, Any, Any]]:
-    """``(key, time, value)`` events of a bucket's pandas frames, each key's in arrival
-    order (or ``swag_o`` order, nulls last); ``ids`` receives each key's id. The frames are
-    packed (:mod:`spark_adapter._packed`) when the plan is typed, else pre-sliced JSON rows
-    (one per key and slice: the partials)."""
-    if plan.typed is not None:
-        table = unpack_frames(frames)
-        if table is None:
-            return []
-        return _events(_keys(plan, table.column(KEY_IN).to_pylist(), ids),
-                       table.column(TIME_IN).to_pylist(), arrow_values(plan, table, texts),
-                       table.column(ORDER_IN).to_pylist() if plan.has_order else None)
-    keys: list[Any] = []
-    times: list[Any] = []
-    values: list[Any] = []
-    orders: list[Any] = []
-    dkeys: dict[str, Any] = {}
-    for pdf in frames:
-        keys.extend(_keys(plan, pdf[KEY_IN].tolist(), ids, dkeys))
-        ts = pdf[TIME_IN].tolist()
-        ts = ts if plan.time_is_string else [time_value(t) for t in ts]
-        times.extend(ts)
-        assert plan.slices is not None
-        values.extend(plan.slices.layout.json_values(pdf[VALUE_IN].tolist(), ts,
-                                                     keys[len(values):]))
-        if plan.has_order:
-            orders.extend(pdf[ORDER_IN].tolist())
-    return _events(keys, times, values, orders if plan.has_order else None)
+    """``(key, time, value)`` events of a bucket's packed pandas frames
+    (:mod:`spark_adapter._packed`), each key's in arrival order (or ``swag_o`` order, nulls
+    last); ``ids`` receives each key's id. Pre-sliced: one event per key and slice, at the
+    slice's start, whose value holds the partials."""
+    table = unpack_frames(frames)
+    if table is None:
+        return []
+    keys = _keys(plan, table.column(KEY_IN).to_pylist(), ids)
+    times = table.column(TIME_IN).to_pylist()
+    if plan.slices is not None:
+        return list(zip(keys, times, plan.slices.layout.table_values(table, keys)))
+    return _events(keys, times, arrow_values(plan, table, texts),
+                   table.column(ORDER_IN).to_pylist() if plan.has_order else None)
 
 
-def _keys(plan: Plan, texts: list[str], ids: dict[Hashable, bytes],
-          known: dict[str, Any] | None = None) -> list[Any]:
-    """The driver keys of key JSON ``texts`` (each distinct one decoded once, through
-    ``known``); ``ids`` receives each key's id."""
-    known = {} if known is None else known
+def _keys(plan: Plan, texts: list[str], ids: dict[Hashable, bytes]) -> list[Any]:
+    """The driver keys of key JSON ``texts`` (each distinct one decoded once); ``ids``
+    receives each key's id."""
+    known: dict[str, Any] = {}
     keys = []
     for kj in texts:
         dk = known.get(kj)
@@ -120,15 +103,14 @@ def _events(keys: list[Any], times: list[Any], values: list[Any],
 
 def bucket_frame(plan: Plan, backend: BucketBackend, out: Output,
                  texts: dict[int, str] | None = None, schema: Any = None) -> Any:
-    """The output of a bucket's call as one pandas frame (``None`` if empty): packed
-    (one row, :mod:`spark_adapter._packed`) of the Arrow ``schema`` when the plan is typed,
-    else JSON rows of :data:`~spark_adapter._runtime.WIDE_SCHEMA`."""
+    """The output of a bucket's call as one packed pandas frame (one row of the Arrow
+    ``schema``'s table, :mod:`spark_adapter._packed`; ``None`` if empty)."""
     parts: dict[Any, Output] = {}
     for row in out.rows:
         parts.setdefault(row["key"], Output()).rows.append(row)
     for ev in out.late:
         parts.setdefault(ev.key, Output()).late.append(ev)
-    typed_keys = plan.typed is not None and plan.typed.keys is not None
+    typed_keys = plan.typed.keys is not None
     cols: dict[str, list[Any]] | None = None
     for key, part in parts.items():
         c = wide_columns(plan, key if typed_keys else backend.ids[key].decode(), part, texts)
@@ -141,9 +123,7 @@ def bucket_frame(plan: Plan, backend: BucketBackend, out: Output,
                 cols[name].extend(values)
     if cols is None:
         return None
-    if plan.typed is not None:
-        return packed_frame(arrow_table(plan, schema, cols))
-    return pandas_frame(cols)
+    return packed_frame(arrow_table(plan, schema, cols))
 
 
 class BucketProcessor:
@@ -166,7 +146,7 @@ class BucketProcessor:
                                               BPAIRS_VALUE_SCHEMA)
                            if route is not None and route.pair_map else None)
         self.pairs: BucketPairs | None = pairs if self.pair_state is not None else None
-        self.schema = None if self.plan.typed is None else arrow_schema(self.plan)
+        self.schema = arrow_schema(self.plan)
 
     def _call(self, frames: Any, timer_values: Any, fired_at: int | None) -> Iterator[Any]:
         """One call for the bucket: its new events (``frames``), or the bucket's timer

@@ -7,15 +7,13 @@ Translation only: every decision about windows, lateness and state lives in
 The rows between Spark and Python are :mod:`adapters.engine.columns`' (built by
 :mod:`spark_adapter.api`):
 
-* streaming (:mod:`spark_adapter._buckets`): typed rows as in batch, except that the keys
-  are always ``swag_k`` JSON text, packed per bucket into Arrow IPC rows and back
-  (:mod:`spark_adapter._packed`);
-* streaming, pre-sliced (pandas frames, :data:`WIDE_SCHEMA` out): the keys and the values
-  as JSON text;
 * batch (Arrow tables, :func:`batch_schema` out): the keys typed if every key column has a
   scalar type, each scalar value column typed, the others (arrays, structs) as JSON;
-* batch, pre-sliced (:mod:`spark_adapter._presliced`): the same key columns, ``swag_t`` the
-  slice start and the per-slice partials: one row per key and slice.
+* streaming (:mod:`spark_adapter._buckets`): the same typed rows, except that the keys come
+  in as ``swag_k`` JSON text, packed per bucket into Arrow IPC rows and back
+  (:mod:`spark_adapter._packed`);
+* pre-sliced, batch and streaming (:mod:`spark_adapter._presliced`): the keys as above,
+  ``swag_t`` the slice start and the typed per-slice partials: one row per key and slice.
 """
 
 from __future__ import annotations
@@ -74,10 +72,10 @@ class Plan:
     #: the aggregates that travel as JSON text (``_swag_aggs``), in order
     json_aggs: tuple[str, ...]
     has_order: bool
-    #: the typed columns (batch, and packed streaming); ``None``: JSON rows
-    typed: Typed | None = None
+    #: the typed columns
+    typed: Typed
     max_cached_keys: int | None = 100_000
-    #: batch pre-slicing (:mod:`spark_adapter._presliced`): the input is one row per key and
+    #: pre-slicing (:mod:`spark_adapter._presliced`): the input is one row per key and
     #: slice, and the driver runs ``slices.query``; ``None``: one row per event
     slices: SlicePlan | None = None
     #: the driver's plan of the query on this call (``None``: no OVER kernel, no pair map)
@@ -110,26 +108,9 @@ def driver_for(plan: Plan) -> WindowDriver:
     return driver_entry(plan)[0]
 
 
-def pandas_frame(cols: dict[str, list[Any]]) -> Any:
-    """Streaming: :func:`wide_columns` (JSON layout) as one pandas frame of
-    :data:`WIDE_SCHEMA`."""
-    import pandas as pd
-
-    return pd.DataFrame({
-        KEY_OUT: cols[KEY_OUT],
-        WINDOW_OUT: pd.array(cols[WINDOW_OUT], dtype="int32"),
-        START_OUT: pd.array(cols[START_OUT], dtype="Int64"),
-        END_OUT: pd.array(cols[END_OUT], dtype="Int64"),
-        TIME_OUT: pd.array(cols[TIME_OUT], dtype="Int64"),
-        EVENT_OUT: cols[EVENT_OUT],
-        AGGS_OUT: cols[AGGS_OUT],
-    })
-
-
 def batch_schema(plan: Plan) -> StructType:
     """Batch: the schema of the grouped function's output (see the module docstring)."""
     typed = plan.typed
-    assert typed is not None
     fields = [StructField(WINDOW_OUT, IntegerType()), StructField(START_OUT, LongType()),
               StructField(END_OUT, LongType()), StructField(TIME_OUT, LongType())]
     if typed.keys is None:
@@ -149,7 +130,6 @@ def arrow_schema(plan: Plan) -> Any:
     """The Arrow form of :func:`batch_schema` (Spark's string and binary types)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    assert plan.typed is not None
     return to_arrow_schema(batch_schema(plan), timezone="UTC",
                            prefers_large_types=plan.typed.large_var_types)
 

@@ -59,7 +59,6 @@ from adapters.query.windows import (
 from . import _types as T
 from ._batch import make_batch_function
 from ._buckets import BUCKET_IN, make_bucket_processor
-from ._names import WIDE_SCHEMA
 from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer, make_unpacker
 from ._presliced import SlicePlan, slice_kinds
 from ._runtime import Plan, Typed, batch_schema
@@ -151,18 +150,17 @@ def _input_columns(plan: Plan, columns: Mapping[str, DataType], time_col: Column
     grouping columns among them."""
     typed = plan.typed
     cols = [time_col.alias(TIME_IN)]
-    if typed is None or typed.keys is None or typed.json_keys_in:
+    if typed.keys is None or typed.json_keys_in:
         cols.append(_json_struct(plan.key_names, columns).alias(KEY_IN))
         group = [KEY_IN]
     else:
         group = [f"{KEY_IN}{i}" for i in range(len(plan.key_names))]
         cols += [T.to_json_column(F.col(k), columns[k]).alias(g)
                  for k, g in zip(plan.key_names, group)]
-    if typed is None or plan.json_values:
+    if plan.json_values:
         cols.append(_json_struct(plan.json_values, columns).alias(VALUE_IN))
-    if typed is not None:
-        cols += [T.to_json_column(F.col(c), columns[c]).alias(f"{VALUE_IN}{i}")
-                 for i, (c, _) in enumerate(typed.values)]
+    cols += [T.to_json_column(F.col(c), columns[c]).alias(f"{VALUE_IN}{i}")
+             for i, (c, _) in enumerate(typed.values)]
     if order_by is not None:
         cols.append(F.col(order_by).alias(ORDER_IN))
     return cols, group
@@ -173,7 +171,7 @@ def _sources(wide: DataFrame, call: _Call) -> tuple[DataFrame, dict[tuple[str, s
     source (:class:`adapters.engine.rows.OutputColumns`: ``("key", "")``, ``("field",
     name)``, ...) restored to its Spark type."""
     plan, columns, typed = call.plan, call.columns, call.plan.typed
-    json_keys = typed is None or typed.keys is None
+    json_keys = typed.keys is None
     parsed_cols = []
     if json_keys:
         key_json = StructType([StructField(k, T.json_type(columns[k], k), True)
@@ -193,10 +191,10 @@ def _sources(wide: DataFrame, call: _Call) -> tuple[DataFrame, dict[tuple[str, s
     keys = [T.restore(F.col("_swag_kp").getField(k) if json_keys else F.col(f"{KEY_OUT}{i}"),
                       columns[k]) for i, k in enumerate(plan.key_names)]
     sources = {("key", "" if len(keys) == 1 else str(i)): c for i, c in enumerate(keys)}
-    typed_values = [n for n, _ in typed.values] if typed is not None else []
+    typed_values = [n for n, _ in typed.values]
     sources.update({("field", c): T.restore(field(typed_values, TYPED_EVENT_OUT, "_swag_ep", c),
                                             columns[c]) for c in call.event_names})
-    typed_aggs = [n for n, _ in typed.aggs] if typed is not None else []
+    typed_aggs = [n for n, _ in typed.aggs]
     sources.update({("agg", n): T.restore(field(typed_aggs, TYPED_AGG_OUT, "_swag_ap", n), t)
                     for n, t in call.agg_types.items()})
     window = F.col(WINDOW_OUT)
@@ -499,9 +497,9 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
                late_rows: str, order_by: str | None, max_cached_keys: int | None,
                presliced: bool | None, blocked: str | None,
                key_buckets: int) -> _Call:
-    """The workers' :class:`Plan`: which columns travel how, the output types, slicing.
-    Typed columns (:class:`Typed`): batch, and the streaming bucket layout's packed
-    transport; the per-key layout and pre-sliced streaming keep JSON rows."""
+    """The workers' :class:`Plan`: which columns travel how (:class:`Typed`), the output
+    types, slicing. The driver's input has an order-by column only when it gets events
+    (a slice row has none: its partials took the order into account)."""
     event_names, value_names = shipped_fields(query, list(columns), key_names, time,
                                               every_field=late_rows != "drop")
     value_types = {c: columns[c] for c in value_names}
@@ -521,13 +519,9 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
                                             time_is_string, presliced, blocked, key_buckets))
     slices = None
     if route.presliced is not None:
-        names = [n for n, _ in typed.values] if not df.isStreaming else list(value_types)
-        slices = SlicePlan(route.presliced, {n: f"{VALUE_IN}{i}" for i, n in enumerate(names)})
-    transport: Typed | None = typed
-    if df.isStreaming and slices is not None:
-        transport = None
-    typed_values = dict(transport.values) if transport is not None else {}
-    typed_aggs = dict(transport.aggs) if transport is not None else {}
+        slices = SlicePlan(route.presliced,
+                           {n: f"{VALUE_IN}{i}" for i, (n, _) in enumerate(typed.values)})
+    typed_values, typed_aggs = dict(typed.values), dict(typed.aggs)
     json_values = tuple(c for c in value_names if c not in typed_values)
     json_aggs = tuple(n for n in agg_types if n not in typed_aggs)
     value_json = StructType([StructField(c, T.json_type(value_types[c], c), True)
@@ -537,8 +531,9 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
     plan = Plan(query=query, key_names=key_names,
                 time_name=time, time_is_string=time_is_string,
                 value_fixer=json_fixer(T.json_shape(value_json)), agg_encoders=encoders,
-                json_values=json_values, json_aggs=json_aggs, has_order=order_by is not None,
-                typed=transport, max_cached_keys=max_cached_keys, slices=slices, route=route)
+                json_values=json_values, json_aggs=json_aggs,
+                has_order=order_by is not None and slices is None,
+                typed=typed, max_cached_keys=max_cached_keys, slices=slices, route=route)
     return _Call(plan, event_names, agg_types, value_json, agg_json, time_col, columns,
                  time_type, _output(query, columns, key_names, time, event_names, late_rows))
 
@@ -591,31 +586,26 @@ def _run(df: DataFrame, call: _Call, watermark: Any, order_by: str | None,
     event): ``transformWithStateInPandas`` in streaming, ``applyInArrow`` in batch."""
     plan = call.plan
     columns, time, time_type = call.columns, plan.time_name, call.time_type
-    source = _watermarked(df, time, time_type, watermark) if df.isStreaming else df
-    if df.isStreaming and plan.slices is not None:
+    if not df.isStreaming:
+        prepared_cols, group_cols = _input_columns(plan, columns, call.time_col, order_by)
+        prepared = df.select(*prepared_cols)
+        if plan.slices is not None:
+            prepared = plan.slices.frame(prepared, group_cols, order_by is not None)
+        return prepared.groupBy(*group_cols).applyInArrow(make_batch_function(plan),
+                                                          batch_schema(plan))
+    source = _watermarked(df, time, time_type, watermark)
+    if plan.slices is not None:
         prepared = _sliced_stream(source, plan, plan.slices, columns, call.time_col, time,
                                   time_type, order_by)
-        group_cols = [BUCKET_IN]
     else:
-        prepared_cols, group_cols = _input_columns(plan, columns, call.time_col, order_by)
-        prepared = source.select(*prepared_cols)
-    packed = df.isStreaming and plan.typed is not None
-    if df.isStreaming:
-        prepared = prepared.withColumn(BUCKET_IN, bucket_column(key_buckets))
-        group_cols = [BUCKET_IN]
-        if packed:  # one row per bucket and Arrow batch (spark_adapter._packed)
-            prepared = prepared.mapInArrow(make_packer(BUCKET_IN, _large_var_types(df)),
-                                           PACKED_IN_SCHEMA)
-    elif plan.slices is not None:
-        prepared = plan.slices.frame(prepared, group_cols, order_by is not None)
-    grouped = prepared.groupBy(*group_cols)
-    if not df.isStreaming:
-        return grouped.applyInArrow(make_batch_function(plan), batch_schema(plan))
-    wide = grouped.transformWithStateInPandas(
+        prepared = source.select(*_input_columns(plan, columns, call.time_col, order_by)[0])
+    # one row per bucket and Arrow batch in, one per bucket's call out (spark_adapter._packed)
+    packed = prepared.withColumn(BUCKET_IN, bucket_column(key_buckets)).mapInArrow(
+        make_packer(BUCKET_IN, _large_var_types(df)), PACKED_IN_SCHEMA)
+    wide = packed.groupBy(BUCKET_IN).transformWithStateInPandas(
         statefulProcessor=make_bucket_processor(plan, key_buckets),
-        outputStructType=PACKED_OUT_SCHEMA if packed else WIDE_SCHEMA,
-        outputMode="Append", timeMode="EventTime")
-    return wide.mapInArrow(make_unpacker(), batch_schema(plan)) if packed else wide
+        outputStructType=PACKED_OUT_SCHEMA, outputMode="Append", timeMode="EventTime")
+    return wide.mapInArrow(make_unpacker(), batch_schema(plan))
 
 
 def _sliced_stream(source: DataFrame, plan: Plan, slices: SlicePlan,
@@ -623,8 +613,8 @@ def _sliced_stream(source: DataFrame, plan: Plan, slices: SlicePlan,
                    time_type: DataType, order_by: str | None) -> DataFrame:
     """Streaming pre-slicing, stage 1: Spark's stateful aggregation per key and slice
     (:meth:`SlicePlan.stream_frame`) over the watermarked source, as the input of the
-    driver's stage (``swag_k`` JSON key, ``swag_t`` slice start, ``swag_v`` the partials
-    as JSON: one row per non-empty key and slice)."""
+    driver's stage (``swag_k`` JSON key, ``swag_t`` slice start and the typed partial
+    columns: one row per non-empty key and slice)."""
     event_time = time if isinstance(time_type, TimestampType) else "_swag_wm"
     key_json = _json_struct(plan.key_names, columns)
     # A null time is bad input, as on the event path. window() filters null times, and
@@ -635,17 +625,15 @@ def _sliced_stream(source: DataFrame, plan: Plan, slices: SlicePlan,
     source = source.observe(f"swag_null_times_{plan.token[:12]}",
                             F.count(F.when(time_col.isNull(), bad)).alias("null_times"))
     cols = [F.col(k) for k in plan.key_names] + [time_col.alias(TIME_IN)]
-    cols += [T.to_json_column(F.col(c), columns[c]).alias(f"{VALUE_IN}{i}")
-             for i, c in enumerate(plan.json_values)]
+    cols += [T.to_json_column(F.col(c), columns[c]).alias(name)
+             for c, name in slices.transport.items()]
     if order_by is not None:
         cols.append(F.col(order_by).alias(ORDER_IN))
     cols.append(F.col(event_time))
     sliced = slices.stream_frame(source.select(*cols), list(plan.key_names), event_time,
                                  order_by is not None)
-    partials = [c for c in sliced.columns if c not in plan.key_names and c != TIME_IN]
-    return sliced.select(key_json.alias(KEY_IN), F.col(TIME_IN),
-                         F.to_json(F.struct(*partials), {"ignoreNullFields": "false"})
-                         .alias(VALUE_IN))
+    partials = [c for c in sliced.columns if c not in plan.key_names]
+    return sliced.select(key_json.alias(KEY_IN), *partials)
 
 
 def _results(wide: DataFrame, call: _Call, late_rows: str
