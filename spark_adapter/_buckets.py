@@ -28,7 +28,9 @@ State of a bucket (the only streaming layout):
   pages, not its window.
 
 The backend over these state variables (trim bounds, rewrites) and the bucket's call
-are engine-free: :mod:`adapters.engine.buckets`. This module reads and writes Spark's rows.
+(:mod:`adapters.engine.buckets`), and the bucket's rows as columns
+(:mod:`adapters.engine.bucket_rows`) are engine-free. This module unpacks and packs Spark's
+rows and calls Spark's state and timers.
 """
 
 from __future__ import annotations
@@ -36,94 +38,20 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator
 from typing import Any
 
-from adapters import Output
+from adapters.engine.bucket_rows import bucket_columns, bucket_events
 from adapters.engine.buckets import BucketBackend, BucketPairs, run_bucket
-from adapters.engine.columns import (
-    KEY_IN,
-    ORDER_IN,
-    TIME_IN,
-    arrow_values,
-    decode_key,
-    order_key,
-    wide_columns,
-)
+from adapters.engine.columns import decode_key
 from adapters.engine.timers import rearm
+from adapters.engine.worker import Plan, driver_entry
 
 from ._packed import packed_frame, unpack_frames
-from ._runtime import Plan, arrow_schema, arrow_table, driver_entry
+from ._runtime import arrow_schema, arrow_table
 
 BUCKET_IN = "swag_b"
 #: Names of the state variables (part of the checkpoint format: do not rename).
 BMETA_STATE, BLOG_STATE, BPAIRS_STATE = "swag_bmeta", "swag_blog", "swag_bpairs"
 BMETA_SCHEMA, BLOG_SCHEMA = "m binary", "k binary, seg binary"
 BPAIRS_KEY_SCHEMA, BPAIRS_VALUE_SCHEMA = "k binary, slot long", "pair binary"
-
-
-# ----------------------------------------------------------------------------- the calls
-def bucket_events(plan: Plan, frames: Any, ids: dict[Hashable, bytes],
-                  texts: dict[int, str]) -> list[tuple[Any, Any, Any]]:
-    """``(key, time, value)`` events of a bucket's packed pandas frames
-    (:mod:`spark_adapter._packed`), each key's in arrival order (or ``swag_o`` order, nulls
-    last); ``ids`` receives each key's id. Pre-sliced: one event per key and slice, at the
-    slice's start, whose value holds the partials."""
-    table = unpack_frames(frames)
-    if table is None:
-        return []
-    keys = _keys(plan, table.column(KEY_IN).to_pylist(), ids)
-    times = table.column(TIME_IN).to_pylist()
-    if plan.slices is not None:
-        return list(zip(keys, times, plan.slices.layout.table_values(table, keys)))
-    return _events(keys, times, arrow_values(plan, table, texts),
-                   table.column(ORDER_IN).to_pylist() if plan.has_order else None)
-
-
-def _keys(plan: Plan, texts: list[str], ids: dict[Hashable, bytes]) -> list[Any]:
-    """The driver keys of key JSON ``texts`` (each distinct one decoded once); ``ids``
-    receives each key's id."""
-    known: dict[str, Any] = {}
-    keys = []
-    for kj in texts:
-        dk = known.get(kj)
-        if dk is None:
-            dk = known[kj] = decode_key(plan, kj)
-            ids[dk] = kj.encode()
-        keys.append(dk)
-    return keys
-
-
-def _events(keys: list[Any], times: list[Any], values: list[Any],
-            orders: list[Any] | None) -> list[tuple[Any, Any, Any]]:
-    """The events, in ``orders`` order if given (stable; nulls and NaN last)."""
-    events = list(zip(keys, times, values))
-    if orders is not None and events:
-        idx = sorted(range(len(events)), key=lambda i: order_key(orders[i]))
-        events = [events[i] for i in idx]
-    return events
-
-
-def bucket_frame(plan: Plan, backend: BucketBackend, out: Output,
-                 texts: dict[int, str] | None = None, schema: Any = None) -> Any:
-    """The output of a bucket's call as one packed pandas frame (one row of the Arrow
-    ``schema``'s table, :mod:`spark_adapter._packed`; ``None`` if empty)."""
-    parts: dict[Any, Output] = {}
-    for row in out.rows:
-        parts.setdefault(row["key"], Output()).rows.append(row)
-    for ev in out.late:
-        parts.setdefault(ev.key, Output()).late.append(ev)
-    typed_keys = plan.typed.keys is not None
-    cols: dict[str, list[Any]] | None = None
-    for key, part in parts.items():
-        c = wide_columns(plan, key if typed_keys else backend.ids[key].decode(), part, texts)
-        if c is None:
-            continue
-        if cols is None:
-            cols = c
-        else:
-            for name, values in c.items():
-                cols[name].extend(values)
-    if cols is None:
-        return None
-    return packed_frame(arrow_table(plan, schema, cols))
 
 
 class BucketProcessor:
@@ -155,7 +83,8 @@ class BucketProcessor:
         watermark = wm if wm > 0 else fired_at  # Spark reports 0 before the first one
         ids: dict[Hashable, bytes] = {}
         texts: dict[int, str] = {}
-        events = bucket_events(self.plan, frames, ids, texts) if frames is not None else []
+        table = unpack_frames(frames) if frames is not None else None
+        events = bucket_events(self.plan, table, ids, texts) if table is not None else []
         if self.pairs is not None:
             self.pairs.bind(self.pair_state)
         backend = BucketBackend(self.meta, self.log, self.buckets, ids,
@@ -163,13 +92,12 @@ class BucketProcessor:
         if fired_at is not None:  # Spark dropped the timer that fired
             backend.bucket.timer = None
             backend.changed()
-        slices = self.plan.slices.layout if self.plan.slices is not None else None
-        out = run_bucket(self.driver, backend, events, watermark, slices)
+        out = run_bucket(self.driver, backend, events, watermark, self.plan.slices)
         self._arm(backend)
         backend.flush()
-        frame = bucket_frame(self.plan, backend, out, texts, self.schema)
-        if frame is not None:
-            yield frame
+        cols = bucket_columns(self.plan, out, backend.ids, texts)
+        if cols is not None:  # the call's output as one packed row
+            yield packed_frame(arrow_table(self.plan, self.schema, cols))
 
     def _arm(self, backend: BucketBackend) -> None:
         """One timer per bucket: the earliest of its keys' timers."""

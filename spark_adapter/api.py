@@ -42,10 +42,12 @@ from adapters.engine.columns import (
     TYPED_EVENT_OUT,
     VALUE_IN,
     WINDOW_OUT,
+    Typed,
     json_fixer,
 )
 from adapters.engine.fields import shipped_fields
 from adapters.engine.rows import OutputColumns, output_columns
+from adapters.engine.worker import Plan
 from adapters.query.specs import AggSpec, parse_query
 from adapters.query.windows import (
     count_window,
@@ -61,7 +63,7 @@ from ._batch import make_batch_function
 from ._buckets import BUCKET_IN, make_bucket_processor
 from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer, make_unpacker
 from ._presliced import SlicePlan, slice_kinds
-from ._runtime import Plan, Typed, batch_schema
+from ._runtime import batch_schema
 from .session import ROCKSDB
 
 #: Default name of the observed metric of a streaming query (``lastProgress``'s
@@ -489,6 +491,8 @@ class _Call:
     time_type: DataType
     #: the output columns (:func:`adapters.engine.rows.output_columns`)
     output: OutputColumns
+    #: Spark's slice aggregation when the query runs pre-sliced
+    slices: SlicePlan | None
 
 
 def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
@@ -528,14 +532,15 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
                              for c in json_values])
     agg_json = StructType([StructField(n, T.json_type(agg_types[n], n, output=True), True)
                            for n in json_aggs])
-    plan = Plan(query=query, key_names=key_names,
-                time_name=time, time_is_string=time_is_string,
+    plan = Plan(query=query, key_names=key_names, time_name=time,
                 value_fixer=json_fixer(T.json_shape(value_json)), agg_encoders=encoders,
                 json_values=json_values, json_aggs=json_aggs,
                 has_order=order_by is not None and slices is None,
-                typed=typed, max_cached_keys=max_cached_keys, slices=slices, route=route)
+                typed=typed, max_cached_keys=max_cached_keys, slices=route.presliced,
+                route=route)
     return _Call(plan, event_names, agg_types, value_json, agg_json, time_col, columns,
-                 time_type, _output(query, columns, key_names, time, event_names, late_rows))
+                 time_type, _output(query, columns, key_names, time, event_names, late_rows),
+                 slices)
 
 
 def _output(query: Query, columns: Mapping[str, DataType], key_names: Sequence[str],
@@ -589,13 +594,13 @@ def _run(df: DataFrame, call: _Call, watermark: Any, order_by: str | None,
     if not df.isStreaming:
         prepared_cols, group_cols = _input_columns(plan, columns, call.time_col, order_by)
         prepared = df.select(*prepared_cols)
-        if plan.slices is not None:
-            prepared = plan.slices.frame(prepared, group_cols, order_by is not None)
+        if call.slices is not None:
+            prepared = call.slices.frame(prepared, group_cols, order_by is not None)
         return prepared.groupBy(*group_cols).applyInArrow(make_batch_function(plan),
                                                           batch_schema(plan))
     source = _watermarked(df, time, time_type, watermark)
-    if plan.slices is not None:
-        prepared = _sliced_stream(source, plan, plan.slices, columns, call.time_col, time,
+    if call.slices is not None:
+        prepared = _sliced_stream(source, plan, call.slices, columns, call.time_col, time,
                                   time_type, order_by)
     else:
         prepared = source.select(*_input_columns(plan, columns, call.time_col, order_by)[0])

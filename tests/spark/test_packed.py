@@ -18,12 +18,12 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import DoubleType, LongType
 
+from adapters.engine.bucket_rows import bucket_events
+from adapters.engine.columns import Typed
 from adapters.engine.presliced import FLOAT, LONG, slice_layout
+from adapters.engine.worker import Plan
 from adapters.query.specs import Query
-from spark_adapter._buckets import bucket_events
 from spark_adapter._packed import PACKED, make_packer, unpack_frames
-from spark_adapter._presliced import SlicePlan
-from spark_adapter._runtime import Plan, Typed
 from tests.spark import packed_phase
 from tests.spark.packed_phase import BIG
 
@@ -44,7 +44,7 @@ def _plan(has_order: bool) -> Plan:
     query = Query.build([{"kind": "sliding", "range": 10, "slide": 10}],
                         {"n": {"fn": "count"}}, 0, None, "skip")
     typed = Typed(keys=None, values=(("v", LongType()), ("x", DoubleType())), aggs=())
-    return Plan(query=query, key_names=("k",), time_name="t", time_is_string=False,
+    return Plan(query=query, key_names=("k",), time_name="t",
                 value_fixer=None, agg_encoders={}, json_values=(), json_aggs=(),
                 has_order=has_order, typed=typed)
 
@@ -70,14 +70,14 @@ def test_packing_keeps_each_buckets_rows_in_order_with_their_types():
 
 def test_bucket_events_of_packed_frames_are_exact_and_ordered():
     ids: dict[Any, bytes] = {}
-    events = bucket_events(_plan(False), _packed_frames(), ids, {})
+    events = bucket_events(_plan(False), unpack_frames(_packed_frames()), ids, {})
     assert [(k, t) for k, t, _ in events] == [("b", 3), ("b", 2), ("a", 5), ("a", None),
                                               ("a", 4), ("a", 9)]
     assert events[2][2]["v"] == BIG and math.isnan(events[2][2]["x"])
     assert events[0][2] == {"v": None, "x": None}
     assert ids == {"a": b'{"k":"a"}', "b": b'{"k":"b"}'}
     # order_by: stable, null and NaN tie last (as the JSON rows' order_key)
-    ordered = bucket_events(_plan(True), _packed_frames(), {}, {})
+    ordered = bucket_events(_plan(True), unpack_frames(_packed_frames()), {}, {})
     assert [t for _, t, _ in ordered] == [2, 3, 9, 5, None, 4]
 
 
@@ -91,10 +91,10 @@ def test_bucket_events_of_packed_slice_rows_are_their_partials():
     layout = slice_layout(query, {"v": LONG, "x": FLOAT})
     assert not isinstance(layout, str)
     typed = Typed(keys=None, values=(("v", LongType()), ("x", DoubleType())), aggs=())
-    plan = Plan(query=query, key_names=("k",), time_name="t", time_is_string=False,
+    plan = Plan(query=query, key_names=("k",), time_name="t",
                 value_fixer=None, agg_encoders={}, json_values=(), json_aggs=(),
                 has_order=False, typed=typed,
-                slices=SlicePlan(layout, {"v": "swag_v0", "x": "swag_v1"}))
+                slices=layout)
     rows = pa.RecordBatch.from_pydict({
         "swag_k": ['{"k":"a"}', '{"k":"b"}', '{"k":"a"}'],
         "swag_t": pa.array([0, 10, 10], pa.int64()),
@@ -106,7 +106,7 @@ def test_bucket_events_of_packed_slice_rows_are_their_partials():
     frames = [pd.DataFrame({"swag_b": b.column(0).to_pylist(), PACKED: b.column(1).to_pylist()})
               for b in make_packer("swag_b", False)(iter([rows]))]
     ids: dict[Any, bytes] = {}
-    events = bucket_events(plan, frames, ids, {})
+    events = bucket_events(plan, unpack_frames(frames), ids, {})
     assert [(k, t, v["#n"], v["max:v"]) for k, t, v in events] == [
         ("b", 10, 1, 3), ("a", 0, 2, BIG), ("a", 10, 1, None)]
     assert [repr(v["min:x"]) for _, _, v in events] == ["inf", "-0.0", "-0.0"]
@@ -194,13 +194,13 @@ def test_the_plan_shipped_to_workers_runs_the_cross_key_runtime():
     plain readers did exactly that, unseen by every test that built the query in-process)."""
     from pyspark import cloudpickle
 
-    from spark_adapter._runtime import driver_for
+    from adapters.engine.worker import driver_for
 
     query = Query.build([{"kind": "sliding", "range": 3_600_000, "slide": 10_000}],
                         {"n": {"fn": "count"}, "mx": {"fn": "max", "field": "v"}}, 0, None,
                         "skip")
     typed = Typed(keys=None, values=(("v", LongType()),), aggs=())
-    plan = Plan(query=query, key_names=("k",), time_name="t", time_is_string=False,
+    plan = Plan(query=query, key_names=("k",), time_name="t",
                 value_fixer=None, agg_encoders={}, json_values=(), json_aggs=(),
                 has_order=False, typed=typed)
     shipped = cloudpickle.loads(cloudpickle.dumps(plan))
