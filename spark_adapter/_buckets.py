@@ -41,10 +41,10 @@ from typing import Any
 from adapters.engine.bucket_rows import bucket_columns, bucket_events
 from adapters.engine.buckets import BucketBackend, BucketPairs, run_bucket
 from adapters.engine.columns import decode_key
+from adapters.engine.packed import packed_frame, unpack_frames
 from adapters.engine.timers import rearm
 from adapters.engine.worker import Plan, driver_entry
 
-from ._packed import packed_frame, unpack_frames
 from ._runtime import arrow_schema, arrow_table
 
 BUCKET_IN = "swag_b"

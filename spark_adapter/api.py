@@ -46,6 +46,7 @@ from adapters.engine.columns import (
     json_fixer,
 )
 from adapters.engine.fields import shipped_fields
+from adapters.engine.packed import make_packer, make_unpacker
 from adapters.engine.rows import OutputColumns, output_columns
 from adapters.engine.worker import Plan
 from adapters.query.specs import AggSpec, parse_query
@@ -61,7 +62,7 @@ from adapters.query.windows import (
 from . import _types as T
 from ._batch import make_batch_function
 from ._buckets import BUCKET_IN, make_bucket_processor
-from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer, make_unpacker
+from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA
 from ._presliced import SlicePlan, slice_kinds
 from ._runtime import batch_schema
 from .session import ROCKSDB

@@ -20,10 +20,10 @@ from pyspark.sql.types import DoubleType, LongType
 
 from adapters.engine.bucket_rows import bucket_events
 from adapters.engine.columns import Typed
+from adapters.engine.packed import PACKED, make_packer, unpack_frames
 from adapters.engine.presliced import FLOAT, LONG, slice_layout
 from adapters.engine.worker import Plan
 from adapters.query.specs import Query
-from spark_adapter._packed import PACKED, make_packer, unpack_frames
 from tests.spark import packed_phase
 from tests.spark.packed_phase import BIG
 
