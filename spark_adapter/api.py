@@ -45,9 +45,9 @@ from adapters.engine.columns import (
     Typed,
     json_fixer,
 )
-from adapters.engine.fields import shipped_fields
+from adapters.engine.fields import call_fields, shipped_fields
 from adapters.engine.packed import make_packer, make_unpacker
-from adapters.engine.rows import OutputColumns, output_columns
+from adapters.engine.rows import OutputColumns, input_source, output_columns
 from adapters.engine.worker import Plan
 from adapters.query.specs import AggSpec, parse_query
 from adapters.query.windows import (
@@ -82,13 +82,6 @@ class SparkConfigError(RuntimeError):
 # ----------------------------------------------------------------------------- helpers
 def _columns(df: DataFrame) -> dict[str, DataType]:
     return {f.name: f.dataType for f in df.schema.fields}
-
-
-def _need(columns: Mapping[str, DataType], name: str, what: str) -> DataType:
-    if not isinstance(name, str) or name not in columns:
-        raise ValueError(f"{what} column {name!r} is not in the DataFrame (columns: "
-                         f"{', '.join(columns)})")
-    return columns[name]
 
 
 def _time_ms(col: Column, dt: DataType, name: str) -> tuple[Column, bool]:
@@ -208,12 +201,12 @@ def _sources(wide: DataFrame, call: _Call) -> tuple[DataFrame, dict[tuple[str, s
     return parsed, sources
 
 
-def _aggregate_type(spec: AggSpec, raw: Any, value_types: Mapping[str, DataType],
+def _aggregate_type(spec: AggSpec, value_types: Mapping[str, DataType],
                     event_names: Sequence[str], output_types: Mapping[str, Any]) -> DataType:
     """:func:`spark_adapter._types.aggregate_type`, except that a whole-row argmin/argmax
     is a struct of the event columns only (the key and time columns are not part of the
     row's value even when another aggregation reads them)."""
-    dt = T.aggregate_type(spec, raw, value_types, output_types)
+    dt = T.aggregate_type(spec, value_types, output_types)
     if spec.reads_event and spec.name not in output_types:
         return StructType([StructField(c, value_types[c], True) for c in event_names])
     return dt
@@ -435,23 +428,20 @@ def _prepare(df: DataFrame, key: str | Sequence[str], time: str, window: Any,
              presliced: bool | None, nulls: str, key_buckets: int, layout: str
              ) -> _Call:
     """The arguments checked and the workers' plan (:func:`sliding_aggregate`)."""
-    columns, key_names, time_type = _check_arguments(
-        df, key, time, aggregations, watermark, late_rows, order_by)
+    columns, key_names, time_type = _check_arguments(df, key, time, watermark, late_rows,
+                                                     order_by)
     _check_key_buckets(key_buckets)
     spec = query_of_call(None, list(window) if isinstance(window, (list, tuple)) else [window],
                          aggregations, allowed_lateness, nulls=nulls, layout=layout,
                          algorithm=None if algorithm in (None, "auto") else algorithm)
     query = parse_query(spec)
     blocked = _stream_block(df.isStreaming, watermark, late_rows)
-    call = _plan_call(df, query, columns, key_names, time, time_type, spec["aggregations"],
-                      output_types, late_rows, order_by, max_cached_keys, presliced, blocked,
-                      key_buckets)
-    return call
+    return _plan_call(df, query, columns, key_names, time, time_type, output_types,
+                      late_rows, order_by, max_cached_keys, presliced, blocked, key_buckets)
 
 
-def _check_arguments(df: DataFrame, key: str | Sequence[str], time: str,
-                     aggregations: Any, watermark: Any, late_rows: str,
-                     order_by: str | None
+def _check_arguments(df: DataFrame, key: str | Sequence[str], time: str, watermark: Any,
+                     late_rows: str, order_by: str | None
                      ) -> tuple[dict[str, DataType], tuple[str, ...], DataType]:
     """Validates the call's column arguments; ``(columns, key names, time type)``."""
     if late_rows not in LATE_ROWS:
@@ -462,20 +452,12 @@ def _check_arguments(df: DataFrame, key: str | Sequence[str], time: str,
             f"released at the end of input and no event is late); drop the argument, or "
             f"pass a streaming DataFrame")
     columns = _columns(df)
-    key_names = (key,) if isinstance(key, str) else tuple(key)
-    if not key_names:
-        raise ValueError("key: at least one key column is required")
-    for k in key_names:
-        _need(columns, k, "key")
-    time_type = _need(columns, time, "time")
-    if time in key_names:
-        raise ValueError(f"column {time!r} cannot be both the key and the time")
-    if order_by is not None and isinstance(_need(columns, order_by, "order_by"),
-                                           (ArrayType, MapType, StructType)):
+    key_names = call_fields(list(columns), key, time, order_by, "the DataFrame")
+    if order_by is not None and isinstance(columns[order_by], (ArrayType, MapType, StructType)):
         raise T.SparkTypeError(f"order_by column {order_by!r} has type "
                                f"{columns[order_by].simpleString()}, which has no order; give "
                                f"a column of a scalar type (e.g. a sequence number)")
-    return columns, key_names, time_type
+    return columns, key_names, columns[time]
 
 
 @dataclass
@@ -498,10 +480,9 @@ class _Call:
 
 def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
                key_names: tuple[str, ...], time: str, time_type: DataType,
-               aggregations: Mapping[str, Any], output_types: Mapping[str, Any] | None,
-               late_rows: str, order_by: str | None, max_cached_keys: int | None,
-               presliced: bool | None, blocked: str | None,
-               key_buckets: int) -> _Call:
+               output_types: Mapping[str, Any] | None, late_rows: str,
+               order_by: str | None, max_cached_keys: int | None, presliced: bool | None,
+               blocked: str | None, key_buckets: int) -> _Call:
     """The workers' :class:`Plan`: which columns travel how (:class:`Typed`), the output
     types, slicing. The driver's input has an order-by column only when it gets events
     (a slice row has none: its partials took the order into account)."""
@@ -509,9 +490,8 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
                                               every_field=late_rows != "drop")
     value_types = {c: columns[c] for c in value_names}
     out_types = dict(output_types or {})
-    raw_aggs = dict(aggregations)
-    agg_types = {a.name: _aggregate_type(a, raw_aggs.get(a.name), value_types, event_names,
-                                         out_types) for a in query.aggregations}
+    agg_types = {a.name: _aggregate_type(a, value_types, event_names, out_types)
+                 for a in query.aggregations}
     encoders = {}
     for a in query.aggregations:
         enc = T.aggregate_encoder(a, agg_types[a.name])
@@ -655,16 +635,9 @@ def _results(wide: DataFrame, call: _Call, late_rows: str
     if late_rows == "drop":
         return results
     plan = call.plan
-    late = [sources[_input_source(c, plan.key_names, plan.time_name)].alias(c)
+    late = [sources[input_source(c, plan.key_names, plan.time_name)].alias(c)
             for c in call.columns]
     return results, parsed.where(F.col(WINDOW_OUT) == LATE).select(*late)
-
-
-def _input_source(column: str, key_names: Sequence[str], time: str) -> tuple[str, str]:
-    """Where an input column's value is in the Python side's output."""
-    if column in key_names:
-        return ("key", "" if len(key_names) == 1 else str(key_names.index(column)))
-    return ("time", "") if column == time else ("field", column)
 
 
 __all__ = ["METRIC", "SparkConfigError", "count_window", "explain", "over", "sliding",
