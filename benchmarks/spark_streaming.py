@@ -128,10 +128,11 @@ def floor(df: Any, workload: str) -> Any:
     stateful operator, per micro-batch and partition."""
     from pyspark.sql import functions as F
 
+    from adapters.engine.columns import KEY_IN, TIME_IN, VALUE_IN
+    from adapters.engine.packed import make_packer
     from spark_adapter import api
     from spark_adapter._buckets import BUCKET_IN
-    from spark_adapter._names import KEY_IN, TIME_IN, VALUE_IN
-    from spark_adapter._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer
+    from spark_adapter._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA
 
     # the adapter's own column builders, so the floor follows any change of its layout
     types = api._columns(df)

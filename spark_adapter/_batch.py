@@ -10,8 +10,9 @@ from typing import Any
 from adapters.engine.arrow_kernel import over_table
 from adapters.engine.columns import arrow_events, decode_key, wide_columns
 from adapters.engine.gc_pause import gc_paused
+from adapters.engine.worker import Plan, driver_for
 
-from ._runtime import Plan, arrow_schema, arrow_table, driver_for
+from ._runtime import arrow_schema, arrow_table
 
 
 def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
@@ -46,7 +47,7 @@ def make_batch_function(plan: Plan) -> Callable[[Any, Any], Any]:
         if plan.slices is None:
             events = arrow_events(plan, table, texts)
         else:
-            events = plan.slices.layout.table_events(table, dkey, plan.time_name)
+            events = plan.slices.table_events(table, dkey, plan.time_name)
         cols = wide_columns(plan, out_key, driver.finish(dkey, events), texts)
         return empty if cols is None else arrow_table(plan, schema, cols)
 

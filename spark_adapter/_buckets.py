@@ -28,7 +28,9 @@ State of a bucket (the only streaming layout):
   pages, not its window.
 
 The backend over these state variables (trim bounds, rewrites) and the bucket's call
-are engine-free: :mod:`adapters.engine.buckets`. This module reads and writes Spark's rows.
+(:mod:`adapters.engine.buckets`), and the bucket's rows as columns
+(:mod:`adapters.engine.bucket_rows`) are engine-free. This module unpacks and packs Spark's
+rows and calls Spark's state and timers.
 """
 
 from __future__ import annotations
@@ -36,114 +38,20 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator
 from typing import Any
 
-from adapters import Output
+from adapters.engine.bucket_rows import bucket_columns, bucket_events
 from adapters.engine.buckets import BucketBackend, BucketPairs, run_bucket
-from adapters.engine.columns import (
-    KEY_IN,
-    ORDER_IN,
-    TIME_IN,
-    VALUE_IN,
-    arrow_values,
-    decode_key,
-    order_key,
-    time_value,
-    wide_columns,
-)
+from adapters.engine.columns import decode_key
+from adapters.engine.packed import packed_frame, unpack_frames
 from adapters.engine.timers import rearm
+from adapters.engine.worker import Plan, driver_entry
 
-from ._packed import packed_frame, unpack_frames
-from ._runtime import Plan, arrow_schema, arrow_table, driver_entry, pandas_frame
+from ._runtime import arrow_schema, arrow_table
 
 BUCKET_IN = "swag_b"
 #: Names of the state variables (part of the checkpoint format: do not rename).
 BMETA_STATE, BLOG_STATE, BPAIRS_STATE = "swag_bmeta", "swag_blog", "swag_bpairs"
 BMETA_SCHEMA, BLOG_SCHEMA = "m binary", "k binary, seg binary"
 BPAIRS_KEY_SCHEMA, BPAIRS_VALUE_SCHEMA = "k binary, slot long", "pair binary"
-
-
-# ----------------------------------------------------------------------------- the calls
-def bucket_events(plan: Plan, frames: Any, ids: dict[Hashable, bytes],
-                  texts: dict[int, str]) -> list[tuple[Any, Any, Any]]:
-    """``(key, time, value)`` events of a bucket's pandas frames, each key's in arrival
-    order (or ``swag_o`` order, nulls last); ``ids`` receives each key's id. The frames are
-    packed (:mod:`spark_adapter._packed`) when the plan is typed, else pre-sliced JSON rows
-    (one per key and slice: the partials)."""
-    if plan.typed is not None:
-        table = unpack_frames(frames)
-        if table is None:
-            return []
-        return _events(_keys(plan, table.column(KEY_IN).to_pylist(), ids),
-                       table.column(TIME_IN).to_pylist(), arrow_values(plan, table, texts),
-                       table.column(ORDER_IN).to_pylist() if plan.has_order else None)
-    keys: list[Any] = []
-    times: list[Any] = []
-    values: list[Any] = []
-    orders: list[Any] = []
-    dkeys: dict[str, Any] = {}
-    for pdf in frames:
-        keys.extend(_keys(plan, pdf[KEY_IN].tolist(), ids, dkeys))
-        ts = pdf[TIME_IN].tolist()
-        ts = ts if plan.time_is_string else [time_value(t) for t in ts]
-        times.extend(ts)
-        assert plan.slices is not None
-        values.extend(plan.slices.layout.json_values(pdf[VALUE_IN].tolist(), ts,
-                                                     keys[len(values):]))
-        if plan.has_order:
-            orders.extend(pdf[ORDER_IN].tolist())
-    return _events(keys, times, values, orders if plan.has_order else None)
-
-
-def _keys(plan: Plan, texts: list[str], ids: dict[Hashable, bytes],
-          known: dict[str, Any] | None = None) -> list[Any]:
-    """The driver keys of key JSON ``texts`` (each distinct one decoded once, through
-    ``known``); ``ids`` receives each key's id."""
-    known = {} if known is None else known
-    keys = []
-    for kj in texts:
-        dk = known.get(kj)
-        if dk is None:
-            dk = known[kj] = decode_key(plan, kj)
-            ids[dk] = kj.encode()
-        keys.append(dk)
-    return keys
-
-
-def _events(keys: list[Any], times: list[Any], values: list[Any],
-            orders: list[Any] | None) -> list[tuple[Any, Any, Any]]:
-    """The events, in ``orders`` order if given (stable; nulls and NaN last)."""
-    events = list(zip(keys, times, values))
-    if orders is not None and events:
-        idx = sorted(range(len(events)), key=lambda i: order_key(orders[i]))
-        events = [events[i] for i in idx]
-    return events
-
-
-def bucket_frame(plan: Plan, backend: BucketBackend, out: Output,
-                 texts: dict[int, str] | None = None, schema: Any = None) -> Any:
-    """The output of a bucket's call as one pandas frame (``None`` if empty): packed
-    (one row, :mod:`spark_adapter._packed`) of the Arrow ``schema`` when the plan is typed,
-    else JSON rows of :data:`~spark_adapter._runtime.WIDE_SCHEMA`."""
-    parts: dict[Any, Output] = {}
-    for row in out.rows:
-        parts.setdefault(row["key"], Output()).rows.append(row)
-    for ev in out.late:
-        parts.setdefault(ev.key, Output()).late.append(ev)
-    typed_keys = plan.typed is not None and plan.typed.keys is not None
-    cols: dict[str, list[Any]] | None = None
-    for key, part in parts.items():
-        c = wide_columns(plan, key if typed_keys else backend.ids[key].decode(), part, texts)
-        if c is None:
-            continue
-        if cols is None:
-            cols = c
-        else:
-            for name, values in c.items():
-                cols[name].extend(values)
-    if cols is None:
-        return None
-    if plan.typed is not None:
-        return packed_frame(arrow_table(plan, schema, cols))
-    return pandas_frame(cols)
 
 
 class BucketProcessor:
@@ -166,7 +74,7 @@ class BucketProcessor:
                                               BPAIRS_VALUE_SCHEMA)
                            if route is not None and route.pair_map else None)
         self.pairs: BucketPairs | None = pairs if self.pair_state is not None else None
-        self.schema = None if self.plan.typed is None else arrow_schema(self.plan)
+        self.schema = arrow_schema(self.plan)
 
     def _call(self, frames: Any, timer_values: Any, fired_at: int | None) -> Iterator[Any]:
         """One call for the bucket: its new events (``frames``), or the bucket's timer
@@ -175,7 +83,8 @@ class BucketProcessor:
         watermark = wm if wm > 0 else fired_at  # Spark reports 0 before the first one
         ids: dict[Hashable, bytes] = {}
         texts: dict[int, str] = {}
-        events = bucket_events(self.plan, frames, ids, texts) if frames is not None else []
+        table = unpack_frames(frames) if frames is not None else None
+        events = bucket_events(self.plan, table, ids, texts) if table is not None else []
         if self.pairs is not None:
             self.pairs.bind(self.pair_state)
         backend = BucketBackend(self.meta, self.log, self.buckets, ids,
@@ -183,13 +92,12 @@ class BucketProcessor:
         if fired_at is not None:  # Spark dropped the timer that fired
             backend.bucket.timer = None
             backend.changed()
-        slices = self.plan.slices.layout if self.plan.slices is not None else None
-        out = run_bucket(self.driver, backend, events, watermark, slices)
+        out = run_bucket(self.driver, backend, events, watermark, self.plan.slices)
         self._arm(backend)
         backend.flush()
-        frame = bucket_frame(self.plan, backend, out, texts, self.schema)
-        if frame is not None:
-            yield frame
+        cols = bucket_columns(self.plan, out, backend.ids, texts)
+        if cols is not None:  # the call's output as one packed row
+            yield packed_frame(arrow_table(self.plan, self.schema, cols))
 
     def _arm(self, backend: BucketBackend) -> None:
         """One timer per bucket: the earliest of its keys' timers."""

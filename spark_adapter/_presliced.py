@@ -37,7 +37,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -93,11 +92,6 @@ class SlicePlan:
 
     layout: SliceLayout
     transport: Mapping[str, str]
-
-    @property
-    def query(self) -> Any:
-        """The query the driver runs over slice rows."""
-        return self.layout.query
 
     def frame(self, prepared: DataFrame, group_cols: Sequence[str], has_order: bool
               ) -> DataFrame:

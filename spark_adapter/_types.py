@@ -169,13 +169,12 @@ class _SparkTypes:
 SPARK_TYPES = _SparkTypes()
 
 
-def aggregate_type(spec: AggSpec, raw: Any, fields: Mapping[str, DataType],
+def aggregate_type(spec: AggSpec, fields: Mapping[str, DataType],
                    output_types: Mapping[str, Any]) -> DataType:
     """The Spark type of output column ``spec.name``, in terms of the *original* column types
     (``fields``: value column name -> Spark type): ``output_types[spec.name]`` if given (a DDL
     string or a DataType; required for custom aggregation objects), else the built-in's
-    declared output type (:data:`adapters.query.builtins.BUILTINS`). ``raw``, the user's
-    spec, is not needed: the parsed spec holds what it says."""
+    declared output type (:data:`adapters.query.builtins.BUILTINS`)."""
     from pyspark.sql.types import _parse_datatype_string
 
     if spec.name in output_types:

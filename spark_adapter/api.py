@@ -42,10 +42,13 @@ from adapters.engine.columns import (
     TYPED_EVENT_OUT,
     VALUE_IN,
     WINDOW_OUT,
+    Typed,
     json_fixer,
 )
-from adapters.engine.fields import shipped_fields
-from adapters.engine.rows import OutputColumns, output_columns
+from adapters.engine.fields import call_fields, shipped_fields
+from adapters.engine.packed import make_packer, make_unpacker
+from adapters.engine.rows import OutputColumns, input_source, output_columns
+from adapters.engine.worker import Plan
 from adapters.query.specs import AggSpec, parse_query
 from adapters.query.windows import (
     count_window,
@@ -59,10 +62,9 @@ from adapters.query.windows import (
 from . import _types as T
 from ._batch import make_batch_function
 from ._buckets import BUCKET_IN, make_bucket_processor
-from ._names import WIDE_SCHEMA
-from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer, make_unpacker
+from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA
 from ._presliced import SlicePlan, slice_kinds
-from ._runtime import Plan, Typed, batch_schema
+from ._runtime import batch_schema
 from .session import ROCKSDB
 
 #: Default name of the observed metric of a streaming query (``lastProgress``'s
@@ -80,13 +82,6 @@ class SparkConfigError(RuntimeError):
 # ----------------------------------------------------------------------------- helpers
 def _columns(df: DataFrame) -> dict[str, DataType]:
     return {f.name: f.dataType for f in df.schema.fields}
-
-
-def _need(columns: Mapping[str, DataType], name: str, what: str) -> DataType:
-    if not isinstance(name, str) or name not in columns:
-        raise ValueError(f"{what} column {name!r} is not in the DataFrame (columns: "
-                         f"{', '.join(columns)})")
-    return columns[name]
 
 
 def _time_ms(col: Column, dt: DataType, name: str) -> tuple[Column, bool]:
@@ -151,18 +146,17 @@ def _input_columns(plan: Plan, columns: Mapping[str, DataType], time_col: Column
     grouping columns among them."""
     typed = plan.typed
     cols = [time_col.alias(TIME_IN)]
-    if typed is None or typed.keys is None or typed.json_keys_in:
+    if typed.keys is None or typed.json_keys_in:
         cols.append(_json_struct(plan.key_names, columns).alias(KEY_IN))
         group = [KEY_IN]
     else:
         group = [f"{KEY_IN}{i}" for i in range(len(plan.key_names))]
         cols += [T.to_json_column(F.col(k), columns[k]).alias(g)
                  for k, g in zip(plan.key_names, group)]
-    if typed is None or plan.json_values:
+    if plan.json_values:
         cols.append(_json_struct(plan.json_values, columns).alias(VALUE_IN))
-    if typed is not None:
-        cols += [T.to_json_column(F.col(c), columns[c]).alias(f"{VALUE_IN}{i}")
-                 for i, (c, _) in enumerate(typed.values)]
+    cols += [T.to_json_column(F.col(c), columns[c]).alias(f"{VALUE_IN}{i}")
+             for i, (c, _) in enumerate(typed.values)]
     if order_by is not None:
         cols.append(F.col(order_by).alias(ORDER_IN))
     return cols, group
@@ -173,7 +167,7 @@ def _sources(wide: DataFrame, call: _Call) -> tuple[DataFrame, dict[tuple[str, s
     source (:class:`adapters.engine.rows.OutputColumns`: ``("key", "")``, ``("field",
     name)``, ...) restored to its Spark type."""
     plan, columns, typed = call.plan, call.columns, call.plan.typed
-    json_keys = typed is None or typed.keys is None
+    json_keys = typed.keys is None
     parsed_cols = []
     if json_keys:
         key_json = StructType([StructField(k, T.json_type(columns[k], k), True)
@@ -193,10 +187,10 @@ def _sources(wide: DataFrame, call: _Call) -> tuple[DataFrame, dict[tuple[str, s
     keys = [T.restore(F.col("_swag_kp").getField(k) if json_keys else F.col(f"{KEY_OUT}{i}"),
                       columns[k]) for i, k in enumerate(plan.key_names)]
     sources = {("key", "" if len(keys) == 1 else str(i)): c for i, c in enumerate(keys)}
-    typed_values = [n for n, _ in typed.values] if typed is not None else []
+    typed_values = [n for n, _ in typed.values]
     sources.update({("field", c): T.restore(field(typed_values, TYPED_EVENT_OUT, "_swag_ep", c),
                                             columns[c]) for c in call.event_names})
-    typed_aggs = [n for n, _ in typed.aggs] if typed is not None else []
+    typed_aggs = [n for n, _ in typed.aggs]
     sources.update({("agg", n): T.restore(field(typed_aggs, TYPED_AGG_OUT, "_swag_ap", n), t)
                     for n, t in call.agg_types.items()})
     window = F.col(WINDOW_OUT)
@@ -207,12 +201,12 @@ def _sources(wide: DataFrame, call: _Call) -> tuple[DataFrame, dict[tuple[str, s
     return parsed, sources
 
 
-def _aggregate_type(spec: AggSpec, raw: Any, value_types: Mapping[str, DataType],
+def _aggregate_type(spec: AggSpec, value_types: Mapping[str, DataType],
                     event_names: Sequence[str], output_types: Mapping[str, Any]) -> DataType:
     """:func:`spark_adapter._types.aggregate_type`, except that a whole-row argmin/argmax
     is a struct of the event columns only (the key and time columns are not part of the
     row's value even when another aggregation reads them)."""
-    dt = T.aggregate_type(spec, raw, value_types, output_types)
+    dt = T.aggregate_type(spec, value_types, output_types)
     if spec.reads_event and spec.name not in output_types:
         return StructType([StructField(c, value_types[c], True) for c in event_names])
     return dt
@@ -434,23 +428,20 @@ def _prepare(df: DataFrame, key: str | Sequence[str], time: str, window: Any,
              presliced: bool | None, nulls: str, key_buckets: int, layout: str
              ) -> _Call:
     """The arguments checked and the workers' plan (:func:`sliding_aggregate`)."""
-    columns, key_names, time_type = _check_arguments(
-        df, key, time, aggregations, watermark, late_rows, order_by)
+    columns, key_names, time_type = _check_arguments(df, key, time, watermark, late_rows,
+                                                     order_by)
     _check_key_buckets(key_buckets)
     spec = query_of_call(None, list(window) if isinstance(window, (list, tuple)) else [window],
                          aggregations, allowed_lateness, nulls=nulls, layout=layout,
                          algorithm=None if algorithm in (None, "auto") else algorithm)
     query = parse_query(spec)
     blocked = _stream_block(df.isStreaming, watermark, late_rows)
-    call = _plan_call(df, query, columns, key_names, time, time_type, spec["aggregations"],
-                      output_types, late_rows, order_by, max_cached_keys, presliced, blocked,
-                      key_buckets)
-    return call
+    return _plan_call(df, query, columns, key_names, time, time_type, output_types,
+                      late_rows, order_by, max_cached_keys, presliced, blocked, key_buckets)
 
 
-def _check_arguments(df: DataFrame, key: str | Sequence[str], time: str,
-                     aggregations: Any, watermark: Any, late_rows: str,
-                     order_by: str | None
+def _check_arguments(df: DataFrame, key: str | Sequence[str], time: str, watermark: Any,
+                     late_rows: str, order_by: str | None
                      ) -> tuple[dict[str, DataType], tuple[str, ...], DataType]:
     """Validates the call's column arguments; ``(columns, key names, time type)``."""
     if late_rows not in LATE_ROWS:
@@ -461,20 +452,12 @@ def _check_arguments(df: DataFrame, key: str | Sequence[str], time: str,
             f"released at the end of input and no event is late); drop the argument, or "
             f"pass a streaming DataFrame")
     columns = _columns(df)
-    key_names = (key,) if isinstance(key, str) else tuple(key)
-    if not key_names:
-        raise ValueError("key: at least one key column is required")
-    for k in key_names:
-        _need(columns, k, "key")
-    time_type = _need(columns, time, "time")
-    if time in key_names:
-        raise ValueError(f"column {time!r} cannot be both the key and the time")
-    if order_by is not None and isinstance(_need(columns, order_by, "order_by"),
-                                           (ArrayType, MapType, StructType)):
+    key_names = call_fields(list(columns), key, time, order_by, "the DataFrame")
+    if order_by is not None and isinstance(columns[order_by], (ArrayType, MapType, StructType)):
         raise T.SparkTypeError(f"order_by column {order_by!r} has type "
                                f"{columns[order_by].simpleString()}, which has no order; give "
                                f"a column of a scalar type (e.g. a sequence number)")
-    return columns, key_names, time_type
+    return columns, key_names, columns[time]
 
 
 @dataclass
@@ -491,24 +474,24 @@ class _Call:
     time_type: DataType
     #: the output columns (:func:`adapters.engine.rows.output_columns`)
     output: OutputColumns
+    #: Spark's slice aggregation when the query runs pre-sliced
+    slices: SlicePlan | None
 
 
 def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
                key_names: tuple[str, ...], time: str, time_type: DataType,
-               aggregations: Mapping[str, Any], output_types: Mapping[str, Any] | None,
-               late_rows: str, order_by: str | None, max_cached_keys: int | None,
-               presliced: bool | None, blocked: str | None,
-               key_buckets: int) -> _Call:
-    """The workers' :class:`Plan`: which columns travel how, the output types, slicing.
-    Typed columns (:class:`Typed`): batch, and the streaming bucket layout's packed
-    transport; the per-key layout and pre-sliced streaming keep JSON rows."""
+               output_types: Mapping[str, Any] | None, late_rows: str,
+               order_by: str | None, max_cached_keys: int | None, presliced: bool | None,
+               blocked: str | None, key_buckets: int) -> _Call:
+    """The workers' :class:`Plan`: which columns travel how (:class:`Typed`), the output
+    types, slicing. The driver's input has an order-by column only when it gets events
+    (a slice row has none: its partials took the order into account)."""
     event_names, value_names = shipped_fields(query, list(columns), key_names, time,
                                               every_field=late_rows != "drop")
     value_types = {c: columns[c] for c in value_names}
     out_types = dict(output_types or {})
-    raw_aggs = dict(aggregations)
-    agg_types = {a.name: _aggregate_type(a, raw_aggs.get(a.name), value_types, event_names,
-                                         out_types) for a in query.aggregations}
+    agg_types = {a.name: _aggregate_type(a, value_types, event_names, out_types)
+                 for a in query.aggregations}
     encoders = {}
     for a in query.aggregations:
         enc = T.aggregate_encoder(a, agg_types[a.name])
@@ -521,26 +504,24 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
                                             time_is_string, presliced, blocked, key_buckets))
     slices = None
     if route.presliced is not None:
-        names = [n for n, _ in typed.values] if not df.isStreaming else list(value_types)
-        slices = SlicePlan(route.presliced, {n: f"{VALUE_IN}{i}" for i, n in enumerate(names)})
-    transport: Typed | None = typed
-    if df.isStreaming and slices is not None:
-        transport = None
-    typed_values = dict(transport.values) if transport is not None else {}
-    typed_aggs = dict(transport.aggs) if transport is not None else {}
+        slices = SlicePlan(route.presliced,
+                           {n: f"{VALUE_IN}{i}" for i, (n, _) in enumerate(typed.values)})
+    typed_values, typed_aggs = dict(typed.values), dict(typed.aggs)
     json_values = tuple(c for c in value_names if c not in typed_values)
     json_aggs = tuple(n for n in agg_types if n not in typed_aggs)
     value_json = StructType([StructField(c, T.json_type(value_types[c], c), True)
                              for c in json_values])
     agg_json = StructType([StructField(n, T.json_type(agg_types[n], n, output=True), True)
                            for n in json_aggs])
-    plan = Plan(query=query, key_names=key_names,
-                time_name=time, time_is_string=time_is_string,
+    plan = Plan(query=query, key_names=key_names, time_name=time,
                 value_fixer=json_fixer(T.json_shape(value_json)), agg_encoders=encoders,
-                json_values=json_values, json_aggs=json_aggs, has_order=order_by is not None,
-                typed=transport, max_cached_keys=max_cached_keys, slices=slices, route=route)
+                json_values=json_values, json_aggs=json_aggs,
+                has_order=order_by is not None and slices is None,
+                typed=typed, max_cached_keys=max_cached_keys, slices=route.presliced,
+                route=route)
     return _Call(plan, event_names, agg_types, value_json, agg_json, time_col, columns,
-                 time_type, _output(query, columns, key_names, time, event_names, late_rows))
+                 time_type, _output(query, columns, key_names, time, event_names, late_rows),
+                 slices)
 
 
 def _output(query: Query, columns: Mapping[str, DataType], key_names: Sequence[str],
@@ -591,31 +572,26 @@ def _run(df: DataFrame, call: _Call, watermark: Any, order_by: str | None,
     event): ``transformWithStateInPandas`` in streaming, ``applyInArrow`` in batch."""
     plan = call.plan
     columns, time, time_type = call.columns, plan.time_name, call.time_type
-    source = _watermarked(df, time, time_type, watermark) if df.isStreaming else df
-    if df.isStreaming and plan.slices is not None:
-        prepared = _sliced_stream(source, plan, plan.slices, columns, call.time_col, time,
-                                  time_type, order_by)
-        group_cols = [BUCKET_IN]
-    else:
-        prepared_cols, group_cols = _input_columns(plan, columns, call.time_col, order_by)
-        prepared = source.select(*prepared_cols)
-    packed = df.isStreaming and plan.typed is not None
-    if df.isStreaming:
-        prepared = prepared.withColumn(BUCKET_IN, bucket_column(key_buckets))
-        group_cols = [BUCKET_IN]
-        if packed:  # one row per bucket and Arrow batch (spark_adapter._packed)
-            prepared = prepared.mapInArrow(make_packer(BUCKET_IN, _large_var_types(df)),
-                                           PACKED_IN_SCHEMA)
-    elif plan.slices is not None:
-        prepared = plan.slices.frame(prepared, group_cols, order_by is not None)
-    grouped = prepared.groupBy(*group_cols)
     if not df.isStreaming:
-        return grouped.applyInArrow(make_batch_function(plan), batch_schema(plan))
-    wide = grouped.transformWithStateInPandas(
+        prepared_cols, group_cols = _input_columns(plan, columns, call.time_col, order_by)
+        prepared = df.select(*prepared_cols)
+        if call.slices is not None:
+            prepared = call.slices.frame(prepared, group_cols, order_by is not None)
+        return prepared.groupBy(*group_cols).applyInArrow(make_batch_function(plan),
+                                                          batch_schema(plan))
+    source = _watermarked(df, time, time_type, watermark)
+    if call.slices is not None:
+        prepared = _sliced_stream(source, plan, call.slices, columns, call.time_col, time,
+                                  time_type, order_by)
+    else:
+        prepared = source.select(*_input_columns(plan, columns, call.time_col, order_by)[0])
+    # one row per bucket and Arrow batch in, one per bucket's call out (spark_adapter._packed)
+    packed = prepared.withColumn(BUCKET_IN, bucket_column(key_buckets)).mapInArrow(
+        make_packer(BUCKET_IN, _large_var_types(df)), PACKED_IN_SCHEMA)
+    wide = packed.groupBy(BUCKET_IN).transformWithStateInPandas(
         statefulProcessor=make_bucket_processor(plan, key_buckets),
-        outputStructType=PACKED_OUT_SCHEMA if packed else WIDE_SCHEMA,
-        outputMode="Append", timeMode="EventTime")
-    return wide.mapInArrow(make_unpacker(), batch_schema(plan)) if packed else wide
+        outputStructType=PACKED_OUT_SCHEMA, outputMode="Append", timeMode="EventTime")
+    return wide.mapInArrow(make_unpacker(), batch_schema(plan))
 
 
 def _sliced_stream(source: DataFrame, plan: Plan, slices: SlicePlan,
@@ -623,8 +599,8 @@ def _sliced_stream(source: DataFrame, plan: Plan, slices: SlicePlan,
                    time_type: DataType, order_by: str | None) -> DataFrame:
     """Streaming pre-slicing, stage 1: Spark's stateful aggregation per key and slice
     (:meth:`SlicePlan.stream_frame`) over the watermarked source, as the input of the
-    driver's stage (``swag_k`` JSON key, ``swag_t`` slice start, ``swag_v`` the partials
-    as JSON: one row per non-empty key and slice)."""
+    driver's stage (``swag_k`` JSON key, ``swag_t`` slice start and the typed partial
+    columns: one row per non-empty key and slice)."""
     event_time = time if isinstance(time_type, TimestampType) else "_swag_wm"
     key_json = _json_struct(plan.key_names, columns)
     # A null time is bad input, as on the event path. window() filters null times, and
@@ -635,17 +611,15 @@ def _sliced_stream(source: DataFrame, plan: Plan, slices: SlicePlan,
     source = source.observe(f"swag_null_times_{plan.token[:12]}",
                             F.count(F.when(time_col.isNull(), bad)).alias("null_times"))
     cols = [F.col(k) for k in plan.key_names] + [time_col.alias(TIME_IN)]
-    cols += [T.to_json_column(F.col(c), columns[c]).alias(f"{VALUE_IN}{i}")
-             for i, c in enumerate(plan.json_values)]
+    cols += [T.to_json_column(F.col(c), columns[c]).alias(name)
+             for c, name in slices.transport.items()]
     if order_by is not None:
         cols.append(F.col(order_by).alias(ORDER_IN))
     cols.append(F.col(event_time))
     sliced = slices.stream_frame(source.select(*cols), list(plan.key_names), event_time,
                                  order_by is not None)
-    partials = [c for c in sliced.columns if c not in plan.key_names and c != TIME_IN]
-    return sliced.select(key_json.alias(KEY_IN), F.col(TIME_IN),
-                         F.to_json(F.struct(*partials), {"ignoreNullFields": "false"})
-                         .alias(VALUE_IN))
+    partials = [c for c in sliced.columns if c not in plan.key_names]
+    return sliced.select(key_json.alias(KEY_IN), *partials)
 
 
 def _results(wide: DataFrame, call: _Call, late_rows: str
@@ -661,16 +635,9 @@ def _results(wide: DataFrame, call: _Call, late_rows: str
     if late_rows == "drop":
         return results
     plan = call.plan
-    late = [sources[_input_source(c, plan.key_names, plan.time_name)].alias(c)
+    late = [sources[input_source(c, plan.key_names, plan.time_name)].alias(c)
             for c in call.columns]
     return results, parsed.where(F.col(WINDOW_OUT) == LATE).select(*late)
-
-
-def _input_source(column: str, key_names: Sequence[str], time: str) -> tuple[str, str]:
-    """Where an input column's value is in the Python side's output."""
-    if column in key_names:
-        return ("key", "" if len(key_names) == 1 else str(key_names.index(column)))
-    return ("time", "") if column == time else ("field", column)
 
 
 __all__ = ["METRIC", "SparkConfigError", "count_window", "explain", "over", "sliding",

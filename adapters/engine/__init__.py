@@ -16,7 +16,14 @@ translates its own types and calls:
   (:meth:`adapters.WindowDriver.finish_columns`);
 * :mod:`~adapters.engine.buckets`: many keys in one state group (one metadata blob, one
   tagged segment list, one map of the keys' KVS pairs) and a bucket's call into the driver,
-  for engines whose state calls cost a round trip per element.
+  for engines whose state calls cost a round trip per element;
+  :mod:`~adapters.engine.bucket_rows`: a bucket's input rows as driver events and its
+  output as columns;
+* :mod:`~adapters.engine.columns` and :mod:`~adapters.engine.packed`: driver events and rows
+  as typed Arrow columns (JSON text for arrays and structs), and many such rows packed in
+  one, for engines whose Python operator costs time per row;
+* :mod:`~adapters.engine.worker`: the plan an engine pickles to its Python workers, and each
+  worker process's drivers.
 
 Which of these an engine uses for a query is the driver's decision: the engine describes
 itself (:class:`adapters.EngineFacts`) and reads :meth:`adapters.WindowDriver.plan`.

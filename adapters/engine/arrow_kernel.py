@@ -91,7 +91,6 @@ def over_table(plan: ColumnPlan, over: Any, driver: WindowDriver, schema: Any, k
     if time_col.null_count or not pa.types.is_signed_integer(time_col.type):
         return None
     times = time_col.to_numpy().astype(np.int64, copy=False)
-    assert plan.typed is not None
     names = [n for n, _ in plan.typed.values]
     columns: dict[str, KernelColumn] = {}
     for name in over.fields:
@@ -111,7 +110,6 @@ def _output(plan: ColumnPlan, over: Any, schema: Any, key: Any, table: Any, orde
     aggregates (``None`` if an aggregate does not fit its column's type)."""
     import pyarrow as pa
 
-    assert plan.typed is not None
     n = len(times)
     take = pa.array(order)
     agg_names = [name for name, _ in plan.typed.aggs]

@@ -64,8 +64,8 @@ class ColumnPlan(Protocol):
     #: the value fields and aggregates that travel as JSON text, in order
     json_values: tuple[str, ...]
     json_aggs: tuple[str, ...]
-    #: the typed columns; ``None``: JSON only (the value is exactly the JSON fields)
-    typed: Typed | None
+    #: the typed columns
+    typed: Typed
     #: whether the input has the order-by column ``swag_o``
     has_order: bool
 
@@ -84,16 +84,6 @@ def decode_key(plan: ColumnPlan, key_json: str) -> Any:
     except TypeError:
         return key_json
     return key
-
-
-def time_value(t: Any) -> Any:
-    """An event time from pandas, which gives float64 (NaN for null) for a long column with
-    nulls."""
-    if type(t) is float:
-        if math.isnan(t):
-            return None
-        return int(t) if t.is_integer() else t
-    return t
 
 
 def order_key(x: Any) -> tuple[int, Any]:
@@ -160,9 +150,7 @@ def json_fixer(shape: Any) -> Callable[[Any], Any] | None:
 def arrow_values(plan: ColumnPlan, table: Any, texts: dict[int, str] | None = None) -> list[Any]:
     """The event values (dicts) of an Arrow table's :class:`Typed` value columns and JSON
     value column; ``texts`` as in :func:`json_values`."""
-    typed = plan.typed
-    assert typed is not None
-    names = [name for name, _ in typed.values]
+    names = [name for name, _ in plan.typed.values]
     columns = [table.column(f"{VALUE_IN}{i}").to_pylist() for i in range(len(names))]
     if plan.json_values:
         values = json_values(plan, table.column(VALUE_IN).to_pylist(), texts)
@@ -210,21 +198,20 @@ def wide_columns(plan: ColumnPlan, key: Any, out: Output,
         END_OUT: [row.get("end") for row in rows] + no_late,
         TIME_OUT: [row.get("time") for row in rows] + [ev.time for ev in late]}
     typed = plan.typed
-    if typed is None or typed.keys is None:
+    if typed.keys is None:
         cols[KEY_OUT] = [key] * n
     elif len(typed.keys) == 1:
         cols[f"{KEY_OUT}0"] = [key] * n
     else:
         for i, part in enumerate(key):
             cols[f"{KEY_OUT}{i}"] = [part] * n
-    if typed is not None:
-        for i, (name, _) in enumerate(typed.values):
-            cols[f"{TYPED_EVENT_OUT}{i}"] = [None if v is None else v[name] for v in events]
-        for i, (name, _) in enumerate(typed.aggs):
-            cols[f"{TYPED_AGG_OUT}{i}"] = [row[name] for row in rows] + no_late
-    if plan.json_values or typed is None:
+    for i, (name, _) in enumerate(typed.values):
+        cols[f"{TYPED_EVENT_OUT}{i}"] = [None if v is None else v[name] for v in events]
+    for i, (name, _) in enumerate(typed.aggs):
+        cols[f"{TYPED_AGG_OUT}{i}"] = [row[name] for row in rows] + no_late
+    if plan.json_values:
         cols[EVENT_OUT] = _event_texts(plan, events, texts or {})
-    if plan.json_aggs or typed is None:
+    if plan.json_aggs:
         cols[AGGS_OUT] = _agg_texts(plan, rows) + no_late
     return cols
 
@@ -232,7 +219,6 @@ def wide_columns(plan: ColumnPlan, key: Any, out: Output,
 def _event_texts(plan: ColumnPlan, events: list[Any], known: dict[int, str]
                  ) -> list[str | None]:
     """The JSON texts of the JSON value columns of ``events`` (``None`` stays ``None``)."""
-    whole = plan.typed is None  # the value is exactly the JSON columns
     names = plan.json_values
     out: list[str | None] = []
     for value in events:
@@ -241,7 +227,7 @@ def _event_texts(plan: ColumnPlan, events: list[Any], known: dict[int, str]
             continue
         text = known.get(id(value))
         if text is None:
-            text = _dumps(value if whole else {n: value[n] for n in names})
+            text = _dumps({n: value[n] for n in names})
         out.append(text)
     return out
 
@@ -282,7 +268,6 @@ def arrow_table(plan: ColumnPlan, schema: Any, cols: dict[str, list[Any]],
 def _column_meaning(plan: ColumnPlan, column: str) -> str:
     """What an output column holds, for error messages."""
     typed = plan.typed
-    assert typed is not None
     for prefix, named, what in ((TYPED_AGG_OUT, typed.aggs, "aggregation"),
                                 (TYPED_EVENT_OUT, typed.values, "column")):
         if column.startswith(prefix) and column[len(prefix):].isdigit():
@@ -307,4 +292,4 @@ def _misfit(values: list[Any], arrow_type: Any) -> Any:
 __all__ = ["AGGS_OUT", "END_OUT", "EVENT_OUT", "KEY_IN", "KEY_OUT", "LATE", "ORDER_IN",
            "START_OUT", "TIME_IN", "TIME_OUT", "TYPED_AGG_OUT", "TYPED_EVENT_OUT", "VALUE_IN",
            "WINDOW_OUT", "ColumnPlan", "Typed", "arrow_events", "arrow_table", "arrow_values",
-           "decode_key", "json_fixer", "json_values", "order_key", "time_value", "wide_columns"]
+           "decode_key", "json_fixer", "json_values", "order_key", "wide_columns"]

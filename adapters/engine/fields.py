@@ -72,4 +72,23 @@ def shipped_fields(query: Query, fields: Sequence[str], key_names: Sequence[str]
     return events, events + also
 
 
-__all__ = ["FieldsRead", "fields_read", "shipped_fields"]
+def call_fields(fields: Sequence[str], key: str | Sequence[str], time: str,
+                order_by: str | None = None, source: str = "the input") -> tuple[str, ...]:
+    """The key field names of a call whose ``key`` (one field name or several), ``time``
+    and ``order_by`` fields name fields of an input with these ``fields``. Raises
+    ``ValueError`` for no key, a name the input does not have (naming ``source`` and its
+    fields), or a time field that is also a key field."""
+    key_names = (key,) if isinstance(key, str) else tuple(key)
+    if not key_names:
+        raise ValueError("key: at least one key column is required")
+    named = [*((k, "key") for k in key_names), (time, "time")]
+    for name, what in named + ([(order_by, "order_by")] if order_by is not None else []):
+        if not isinstance(name, str) or name not in fields:
+            raise ValueError(f"{what} column {name!r} is not in {source} (columns: "
+                             f"{', '.join(fields)})")
+    if time in key_names:
+        raise ValueError(f"column {time!r} cannot be both the key and the time")
+    return key_names
+
+
+__all__ = ["FieldsRead", "call_fields", "fields_read", "shipped_fields"]

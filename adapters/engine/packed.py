@@ -2,11 +2,14 @@
 Arrow IPC stream per group, and back. For an engine whose Python operator costs time per
 row whatever the row holds (Spark's ``transformWithStateInPandas`` builds a pandas namedtuple
 per input row): one row per group and batch crosses instead, with the rows' exact Arrow
-types inside (no 64-bit integer rounded, null and NaN kept apart)."""
+types inside (no 64-bit integer rounded, null and NaN kept apart). The stages around such an
+operator (:func:`make_packer`, :func:`make_unpacker`) map iterators of Arrow record batches
+(Spark's ``mapInArrow``); the operator reads and returns pandas frames of packed rows
+(:func:`unpack_frames`, :func:`packed_frame`). Spark's use: ``spark_adapter._packed``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 #: the column of the packed rows holding the IPC stream
@@ -64,4 +67,43 @@ def unpack(blobs: Iterable[bytes]) -> Any:
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 
-__all__ = ["PACKED", "from_ipc", "pack_batch", "to_ipc", "unpack"]
+def make_packer(group: str, large: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The stage before the operator: each record batch packed per value of column
+    ``group`` (:func:`pack_batch`); ``large``: the engine's Arrow binary type is
+    ``large_binary`` (Spark's ``spark.sql.execution.arrow.useLargeVarTypes``)."""
+
+    def swag_pack(batches: Iterator[Any]) -> Iterator[Any]:
+        for batch in batches:
+            packed = pack_batch(batch, group, large)
+            if packed is not None:
+                yield packed
+
+    return swag_pack
+
+
+def unpack_frames(frames: Any) -> Any:
+    """One Arrow table of the packed rows of an operator call's pandas frames (``None`` if
+    none)."""
+    return unpack(blob for pdf in frames for blob in pdf[PACKED].tolist())
+
+
+def packed_frame(table: Any) -> Any:
+    """An operator call's output table as the one-row pandas frame it returns."""
+    import pandas as pd
+
+    return pd.DataFrame({PACKED: [to_ipc(table)]})
+
+
+def make_unpacker() -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The stage after the operator: each packed row's record batches."""
+
+    def swag_unpack(batches: Iterator[Any]) -> Iterator[Any]:
+        for batch in batches:
+            for blob in batch.column(0).to_pylist():
+                yield from from_ipc(blob).to_batches()
+
+    return swag_unpack
+
+
+__all__ = ["PACKED", "from_ipc", "make_packer", "make_unpacker", "pack_batch", "packed_frame",
+           "to_ipc", "unpack", "unpack_frames"]

@@ -37,7 +37,6 @@ the named partial columns (:data:`COUNT`, :data:`NON_NULL`, ...) and hands the r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -186,28 +185,16 @@ class SliceLayout:
         """The driver's events ``(slice start, {partials})`` of one key's slice rows as an
         Arrow table (:data:`START` and the partial columns); raises :class:`BadEventError` as
         the event path does for null times, null values and NaN."""
-        cols = {name: table.column(name).to_pylist() for name in table.column_names}
-        starts = cols[START]
+        starts = table.column(START).to_pylist()
         if None in starts:
             parse_time(None, key, time_field)  # raises the event path's error
-        return list(zip(starts, self.values(cols, [key] * len(starts))))
+        return list(zip(starts, self.table_values(table, [key] * len(starts))))
 
-    def json_values(self, texts: Sequence[str], starts: Sequence[int], keys: Sequence[Any]
-                    ) -> list[dict[str, Any]]:
-        """:meth:`values` of slice rows whose partials travel as JSON objects (a floating
-        NaN or infinity written as a string)."""
-        rows = [json.loads(t) for t in texts]
-        if not rows:
-            return []
-        cols: dict[str, list[Any]] = {name: [r[name] for r in rows] for name in rows[0]}
-        for i, f in enumerate(self.fields):
-            if f.floating:
-                for prefix in (MAX, MIN, ZERO):
-                    col = cols.get(f"{prefix}{i}")
-                    if col is not None:
-                        cols[f"{prefix}{i}"] = [float(x) if type(x) is str else x for x in col]
-        cols[START] = list(starts)
-        return self.values(cols, keys)
+    def table_values(self, table: Any, keys: Sequence[Any]) -> list[dict[str, Any]]:
+        """:meth:`values` of slice rows as an Arrow table (:data:`START` and the partial
+        columns; ``keys[i]``: row ``i``'s driver key)."""
+        return self.values({name: table.column(name).to_pylist()
+                            for name in table.column_names}, keys)
 
     def _check(self, cols: Mapping[str, list[Any]], keys: Sequence[Any], i: int,
                f: SliceField) -> None:

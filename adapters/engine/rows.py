@@ -109,7 +109,7 @@ def output_columns(query: Query, *, key_names: Sequence[str], time_name: str,
         event = [c for c in key_cols if c[0] not in carried]
         if time_name not in carried:
             event.append((time_name, ("time", "")))
-        event += [_event_field(f, key_cols, time_name) for f in event_fields]
+        event += [(f, input_source(f, key_names, time_name)) for f in event_fields]
     if len(query.windows) == 1 and not late_events:
         columns = [*event, *aggs] if over[0] else [*key_cols, *bounds, *aggs]
     else:
@@ -126,17 +126,14 @@ def output_columns(query: Query, *, key_names: Sequence[str], time_name: str,
     return OutputColumns(names, tuple(source for _, source in columns))
 
 
-def _event_field(name: str, key_cols: list[tuple[str, tuple[str, str]]],
-                 time_name: str) -> tuple[str, tuple[str, str]]:
-    """An event field's column: the key and time columns come from the driver's key and
-    time (one source for each), the others from the event."""
-    for key_name, source in key_cols:
-        if name == key_name:
-            return name, source
-    if name == time_name:
-        return name, ("time", "")
-    return name, ("field", name)
+def input_source(name: str, key_names: Sequence[str], time_name: str) -> tuple[str, str]:
+    """Where an input field's value is in the driver's rows (an :class:`OutputColumns`
+    source): the key and time fields come from the driver's key and time (one source for
+    each), the others from the event."""
+    if name in key_names:
+        return ("key", "" if len(key_names) == 1 else str(list(key_names).index(name)))
+    return ("time", "") if name == time_name else ("field", name)
 
 
 __all__ = ["EVENT", "EVENT_BOUNDS", "RANGE_BOUNDS", "WINDOW", "WINDOW_END", "WINDOW_START",
-           "OutputColumns", "output_columns", "row_columns"]
+           "OutputColumns", "input_source", "output_columns", "row_columns"]

@@ -59,16 +59,15 @@ def test_spark_types(doubled_max: None) -> None:
     want = [LongType(), LongType(), LongType(), DoubleType(), DoubleType(), IntegerType(),
             StringType(), DoubleType(), ArrayType(IntegerType(), True), pair, row,
             StringType(), BinaryType(), FloatType()]
-    got = [aggregate_type(parse_aggregation("x", s), s, fields, {}) for s in SPECS]
+    got = [aggregate_type(parse_aggregation("x", s), fields, {}) for s in SPECS]
     assert got == want
     mincount = parse_aggregation("x", {"fn": "mincount", "field": "f"})
     encode = aggregate_encoder(mincount, pair)
     assert encode is not None and encode([1.5, 2]) == {"value": 1.5, "count": 2}
     with pytest.raises(SparkTypeError, match=r"'x': sum of column 's' \(string\)"):
-        aggregate_type(parse_aggregation("x", {"fn": "sum", "field": "s"}), None, fields, {})
+        aggregate_type(parse_aggregation("x", {"fn": "sum", "field": "s"}), fields, {})
     with pytest.raises(SparkTypeError, match="column 'nope'"):
-        aggregate_type(parse_aggregation("x", {"fn": "max", "field": "nope"}), None, fields,
-                       {})
+        aggregate_type(parse_aggregation("x", {"fn": "max", "field": "nope"}), fields, {})
 
 
 def test_flink_types(doubled_max: None) -> None:

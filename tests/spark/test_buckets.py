@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 import adapters.engine.buckets as buckets_module
 from adapters import MemoryStateBackend, StateError, WindowDriver
 from adapters.engine.buckets import BucketBackend, BucketPairs, run_bucket
-from adapters.engine.columns import decode_key
+from adapters.engine.columns import Typed, decode_key
+from adapters.engine.worker import Plan
 from adapters.query.specs import Query
 from adapters.state.buckets import Bucket, KeyRecord, decode_bucket, encode_bucket
 from adapters.state.codec import split_meta
 from adapters.state.segments import segment_range
-from spark_adapter._runtime import Plan
 
 
 class FakeValue:
@@ -123,9 +123,9 @@ def test_state_variables_are_the_golden_ones():
 
 QUERY = Query.build([{"kind": "sliding", "range": 40, "slide": 10}],
                     {"n": {"fn": "count"}, "mx": {"fn": "max", "field": "v"}}, 0, None, "skip")
-PLAN = Plan(query=QUERY, key_names=("k",), time_name="t", time_is_string=False,
+PLAN = Plan(query=QUERY, key_names=("k",), time_name="t",
             value_fixer=None, agg_encoders={}, json_values=("v",), json_aggs=("n", "mx"),
-            has_order=False, max_cached_keys=4)
+            has_order=False, typed=Typed(keys=None, values=(), aggs=()), max_cached_keys=4)
 
 #: micro-batches: events (key, time, value) and the watermark after them
 batches = st.lists(st.tuples(

@@ -16,9 +16,10 @@ from pyspark.sql.types import DoubleType, LongType, StringType
 
 import spark_adapter._batch as batch_module
 from adapters import EngineFacts, WindowDriver
+from adapters.engine.columns import Typed
+from adapters.engine.worker import Plan
 from adapters.query.specs import Query
 from spark_adapter._batch import make_batch_function
-from spark_adapter._runtime import Plan, Typed
 
 FNS = ("max", "min", "sum", "mean")
 
@@ -34,7 +35,7 @@ def plan_for(fns: list[str], r: int, is_int: bool, has_order: bool) -> Plan:
     route = WindowDriver(q).plan(EngineFacts("spark", False, EngineFacts.FINISHED,
                                              column_fields=frozenset({"x"})))
     assert route.over_kernel is not None
-    return Plan(q, ("k",), "t", False, None, {}, (), (), has_order, typed, route=route)
+    return Plan(q, ("k",), "t", None, {}, (), (), has_order, typed, route=route)
 
 
 def run(plan: Plan, table: pa.Table, fast: bool, monkeypatch: Any) -> pa.Table:

@@ -1,6 +1,7 @@
-"""The packed streaming transport (``spark_adapter._packed``): exact types through the packing
-and the bucket processor's decoding, and a checkpoint written by the JSON-row transport
-continued by the packed one."""
+"""The packed streaming transport (``spark_adapter._packed``), the one way rows go into and
+out of streaming's Python processor: exact types through the packing and the bucket
+processor's decoding (events, and pre-sliced slice rows), and a checkpoint written by the
+JSON-row transport continued by the packed one."""
 
 from __future__ import annotations
 
@@ -12,14 +13,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pytest
 from pyspark.sql.types import DoubleType, LongType
 
+from adapters.engine.bucket_rows import bucket_events
+from adapters.engine.columns import Typed
+from adapters.engine.packed import PACKED, make_packer, unpack_frames
+from adapters.engine.presliced import FLOAT, LONG, slice_layout
+from adapters.engine.worker import Plan
 from adapters.query.specs import Query
-from spark_adapter._buckets import bucket_events
-from spark_adapter._packed import PACKED, make_packer, unpack_frames
-from spark_adapter._runtime import Plan, Typed
 from tests.spark import packed_phase
 from tests.spark.packed_phase import BIG
 
@@ -40,14 +44,12 @@ def _plan(has_order: bool) -> Plan:
     query = Query.build([{"kind": "sliding", "range": 10, "slide": 10}],
                         {"n": {"fn": "count"}}, 0, None, "skip")
     typed = Typed(keys=None, values=(("v", LongType()), ("x", DoubleType())), aggs=())
-    return Plan(query=query, key_names=("k",), time_name="t", time_is_string=False,
+    return Plan(query=query, key_names=("k",), time_name="t",
                 value_fixer=None, agg_encoders={}, json_values=(), json_aggs=(),
                 has_order=has_order, typed=typed)
 
 
 def _packed_frames() -> list[Any]:
-    import pandas as pd
-
     packed = list(make_packer("swag_b", False)(iter([_batch()])))
     return [pd.DataFrame({"swag_b": b.column(0).to_pylist(),
                           PACKED: b.column(1).to_pylist()}) for b in packed]
@@ -68,15 +70,47 @@ def test_packing_keeps_each_buckets_rows_in_order_with_their_types():
 
 def test_bucket_events_of_packed_frames_are_exact_and_ordered():
     ids: dict[Any, bytes] = {}
-    events = bucket_events(_plan(False), _packed_frames(), ids, {})
+    events = bucket_events(_plan(False), unpack_frames(_packed_frames()), ids, {})
     assert [(k, t) for k, t, _ in events] == [("b", 3), ("b", 2), ("a", 5), ("a", None),
                                               ("a", 4), ("a", 9)]
     assert events[2][2]["v"] == BIG and math.isnan(events[2][2]["x"])
     assert events[0][2] == {"v": None, "x": None}
     assert ids == {"a": b'{"k":"a"}', "b": b'{"k":"b"}'}
     # order_by: stable, null and NaN tie last (as the JSON rows' order_key)
-    ordered = bucket_events(_plan(True), _packed_frames(), {}, {})
+    ordered = bucket_events(_plan(True), unpack_frames(_packed_frames()), {}, {})
     assert [t for _, t, _ in ordered] == [2, 3, 9, 5, None, 4]
+
+
+def test_bucket_events_of_packed_slice_rows_are_their_partials():
+    """Pre-sliced streaming sends slice rows through the same packing: the key's JSON text,
+    the slice start and the typed partial columns (no order-by column: the partials took
+    the order into account), read as one event per key and slice."""
+    query = Query.build([{"kind": "sliding", "range": 20, "slide": 10}],
+                        {"n": {"fn": "count"}, "mx": {"fn": "max", "field": "v"},
+                         "lo": {"fn": "min", "field": "x"}}, 0, None, "skip")
+    layout = slice_layout(query, {"v": LONG, "x": FLOAT})
+    assert not isinstance(layout, str)
+    typed = Typed(keys=None, values=(("v", LongType()), ("x", DoubleType())), aggs=())
+    plan = Plan(query=query, key_names=("k",), time_name="t",
+                value_fixer=None, agg_encoders={}, json_values=(), json_aggs=(),
+                has_order=False, typed=typed,
+                slices=layout)
+    rows = pa.RecordBatch.from_pydict({
+        "swag_k": ['{"k":"a"}', '{"k":"b"}', '{"k":"a"}'],
+        "swag_t": pa.array([0, 10, 10], pa.int64()),
+        "swag_n": pa.array([2, 1, 1], pa.int64()),
+        "swag_c0": pa.array([2, 1, 0], pa.int64()), "swag_x0": pa.array([BIG, 3, None]),
+        "swag_c1": pa.array([2, 1, 1], pa.int64()), "swag_x1": [1.5, math.inf, -0.0],
+        "swag_m1": [-0.0, math.inf, 0.0], "swag_z1": [-0.0, None, -0.0],
+        "swag_b": pa.array([1, 0, 1], pa.int32())})
+    frames = [pd.DataFrame({"swag_b": b.column(0).to_pylist(), PACKED: b.column(1).to_pylist()})
+              for b in make_packer("swag_b", False)(iter([rows]))]
+    ids: dict[Any, bytes] = {}
+    events = bucket_events(plan, unpack_frames(frames), ids, {})
+    assert [(k, t, v["#n"], v["max:v"]) for k, t, v in events] == [
+        ("b", 10, 1, 3), ("a", 0, 2, BIG), ("a", 10, 1, None)]
+    assert [repr(v["min:x"]) for _, _, v in events] == ["inf", "-0.0", "-0.0"]
+    assert ids == {"a": b'{"k":"a"}', "b": b'{"k":"b"}'}
 
 
 # ----------------------------------------------------------------------------- restart
@@ -160,13 +194,13 @@ def test_the_plan_shipped_to_workers_runs_the_cross_key_runtime():
     plain readers did exactly that, unseen by every test that built the query in-process)."""
     from pyspark import cloudpickle
 
-    from spark_adapter._runtime import driver_for
+    from adapters.engine.worker import driver_for
 
     query = Query.build([{"kind": "sliding", "range": 3_600_000, "slide": 10_000}],
                         {"n": {"fn": "count"}, "mx": {"fn": "max", "field": "v"}}, 0, None,
                         "skip")
     typed = Typed(keys=None, values=(("v", LongType()),), aggs=())
-    plan = Plan(query=query, key_names=("k",), time_name="t", time_is_string=False,
+    plan = Plan(query=query, key_names=("k",), time_name="t",
                 value_fixer=None, agg_encoders={}, json_values=(), json_aggs=(),
                 has_order=False, typed=typed)
     shipped = cloudpickle.loads(cloudpickle.dumps(plan))

@@ -17,9 +17,10 @@ from pyspark.sql.types import DoubleType, LongType, StringType
 from adapters.crosskey.batch_runtime import BatchRuntime
 from adapters.crosskey.columnar import MIN_BATCH
 from adapters.driver.window_driver import WindowDriver
+from adapters.engine.columns import Typed
+from adapters.engine.worker import Plan
 from adapters.query.specs import Query
 from spark_adapter._batch import make_batch_function
-from spark_adapter._runtime import Plan, Typed
 
 FNS = ("count", "max", "min", "sum", "mean")
 
@@ -32,7 +33,7 @@ def plan_for(fns: list[str], r: int, s: int, is_int: bool, has_order: bool) -> P
     types = [(name, LongType() if fn == "count" else DoubleType() if fn == "mean" else vt)
              for name, fn in zip(aggs, fns)]
     typed = Typed(keys=(StringType(),), values=(("x", vt),), aggs=tuple(types))
-    return Plan(q, ("k",), "t", False, None, {}, (), (), has_order, typed)
+    return Plan(q, ("k",), "t", None, {}, (), (), has_order, typed)
 
 
 def table_of(times: list[int], xs: list[Any], is_int: bool, orders: list[Any]) -> pa.Table:
