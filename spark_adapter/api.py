@@ -59,6 +59,7 @@ from adapters.query.windows import (
 from . import _types as T
 from ._batch import make_batch_function
 from ._buckets import BUCKET_IN, make_bucket_processor
+from ._engine_plan import own_plan_rows, with_own_plan
 from ._names import WIDE_SCHEMA
 from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA, make_packer, make_unpacker
 from ._presliced import SlicePlan, slice_kinds
@@ -401,6 +402,8 @@ def sliding_aggregate(
     call = _prepare(df, key, time, window, aggregations, watermark, allowed_lateness,
                     algorithm, late_rows, order_by, output_types, max_cached_keys, presliced,
                     nulls, key_buckets, layout)
+    if call.plan.route is not None and call.plan.route.engine_plan is not None:
+        return own_plan_rows(df, call.plan, call.time_type, call.agg_types, call.output, metric)
     wide = _run(df, call, watermark, order_by, key_buckets)
     wide = _observed(wide, metric, df.isStreaming)
     return _results(wide, call, late_rows)
@@ -517,8 +520,10 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
     typed = _typed(df, key_names, columns, value_types, agg_types, encoders)
     time_col, time_is_string = _time_ms(F.col(time), time_type, time)
     key_types = [columns[k] for k in key_names] if df.isStreaming else typed.keys
-    route = WindowDriver(query).plan(_facts(df, query, value_types, key_types, typed,
-                                            time_is_string, presliced, blocked, key_buckets))
+    facts = with_own_plan(_facts(df, query, value_types, key_types, typed, time_is_string,
+                                 presliced, blocked, key_buckets),
+                          key_types, late_rows, out_types, time_is_string)
+    route = WindowDriver(query).plan(facts)
     slices = None
     if route.presliced is not None:
         names = [n for n, _ in typed.values] if not df.isStreaming else list(value_types)
