@@ -41,7 +41,7 @@ from adapters.driver.kvs_lanes import uses_pairs
 from adapters.driver.time_lane import slice_grid
 from adapters.engine.presliced import SliceLayout, slice_layout
 from adapters.query.builtins import BUILTINS, NO_FIELD
-from adapters.query.specs import CountWindow, PolicyWindow, Query, SlidingWindow
+from adapters.query.specs import CountWindow, OverWindow, PolicyWindow, Query, SlidingWindow
 
 #: how an engine calls the driver: one key per call (``process`` / ``advance_watermark``)
 PER_KEY = "per key"
@@ -101,6 +101,11 @@ class EngineFacts:
     #: the engine's own plan of a batch sliding-window query (e.g. ``"Spark's window()
     #: groupBy"``) that it can run instead of swag (:func:`engine_plan`); ``None``: none
     own_plan: str | None = None
+    #: the engine's own plan of a batch per-event (OVER) query, offered when its cost does
+    #: not grow with the events in a frame (e.g. Spark's segment-tree frame); ``None``: none
+    own_over_plan: str | None = None
+    #: why the engine offers no :attr:`own_over_plan` (for the plan's text)
+    own_over_missing: str = ""
     #: why this call cannot take the engine's own plan whatever its query (``None``: it may)
     own_plan_block: str | None = None
 
@@ -284,8 +289,7 @@ def engine_plan(query: Query, facts: EngineFacts) -> tuple[str | None, str]:
     engine_exact`` on its field's kind) and at most :data:`ENGINE_PLAN_MAX_K` windows per
     event; only the query's shape decides, not its data. ``presliced=True/False`` or a
     named ``algorithm`` ask for swag's own path."""
-    own = facts.own_plan
-    if own is None:
+    if facts.own_plan is None:
         return None, f"no ({facts.engine} {'streaming' if facts.streaming else 'batch'} " \
                      f"offers none)"
     why = _engine_block(query, facts)
@@ -295,15 +299,23 @@ def engine_plan(query: Query, facts: EngineFacts) -> tuple[str | None, str]:
         asked = (f"presliced={facts.presliced}" if facts.presliced is not None
                  else f"algorithm={query.algorithm!r}")
         return None, f"no ({asked} asks for swag's own path)"
-    k = windows_per_event(query.windows[0])  # type: ignore[arg-type]
+    exact = (f"gives the identical rows (batch, every output exact in {facts.engine}: "
+             f"{', '.join(a.name for a in query.aggregations)})")
+    window = query.windows[0]
+    if isinstance(window, OverWindow):
+        own = facts.own_over_plan
+        if own is None:
+            return None, f"no ({facts.own_over_missing or 'no per-event plan offered'})"
+        return own, (f"yes: {own} {exact} and its cost does not grow with the events in a "
+                     f"frame; presliced=False keeps swag's own path")
+    assert isinstance(window, SlidingWindow)
+    k = windows_per_event(window)
     if k > ENGINE_PLAN_MAX_K:
         return None, (f"no ({k} windows per event, above {ENGINE_PLAN_MAX_K}: swag's own "
                       f"path measured faster)")
-    outputs = ", ".join(a.name for a in query.aggregations)
-    return own, (f"yes: {own} gives the identical rows (batch, one sliding spec, every output "
-                 f"exact in {facts.engine}: {outputs}) and measured faster at {k} windows per "
-                 f"event (at most {ENGINE_PLAN_MAX_K}); presliced=False or True keeps swag's "
-                 f"own path")
+    return facts.own_plan, (f"yes: {facts.own_plan} {exact} and measured faster at {k} windows "
+                            f"per event (at most {ENGINE_PLAN_MAX_K}); presliced=False or True "
+                            f"keeps swag's own path")
 
 
 def _engine_block(query: Query, facts: EngineFacts) -> str | None:
@@ -315,8 +327,9 @@ def _engine_block(query: Query, facts: EngineFacts) -> str | None:
         return f"switched off by {BENCHMARK_WITHOUT}, for a benchmark"
     if facts.own_plan_block is not None:
         return facts.own_plan_block
-    if len(query.windows) != 1 or not isinstance(query.windows[0], SlidingWindow):
-        return "not one sliding or tumbling window spec"
+    if len(query.windows) != 1 or not isinstance(query.windows[0], (SlidingWindow,
+                                                                    OverWindow)):
+        return "not one sliding, tumbling or over window spec"
     if query.nulls != "skip":
         return f"nulls={query.nulls!r}: the engine's aggregates skip missing values"
     kinds = facts.slice_kinds or {}

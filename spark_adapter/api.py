@@ -520,8 +520,8 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
     typed = _typed(df, key_names, columns, value_types, agg_types, encoders)
     time_col, time_is_string = _time_ms(F.col(time), time_type, time)
     key_types = [columns[k] for k in key_names] if df.isStreaming else typed.keys
-    facts = with_own_plan(_facts(df, query, value_types, key_types, typed, time_is_string,
-                                 presliced, blocked, key_buckets),
+    facts = with_own_plan(df, _facts(df, query, value_types, key_types, typed,
+                                     time_is_string, presliced, blocked, key_buckets),
                           key_types, late_rows, out_types, time_is_string)
     route = WindowDriver(query).plan(facts)
     slices = None
