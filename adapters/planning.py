@@ -159,9 +159,10 @@ class QueryPlan:
         out = [head, f"  path: {self.path}"]
         if self.engine_plan is not None:
             return [*out, f"  engine plan: {self.reasons['engine plan']}"]
+        offered = f.own_plan is not None  # (no line on an engine that has none)
         for name in ("engine plan", "presliced", "over kernel", "runtime", "structures",
                      "kvs layout"):
-            if name in self.reasons:
+            if name in self.reasons and (offered or name != "engine plan"):
                 out.append(f"  {name}: {self.reasons[name]}")
         return out
 
