@@ -52,11 +52,14 @@ FINISHED = "finished"
 CALLS = (PER_KEY, MANY_KEYS, FINISHED)
 
 #: The most windows per event (``ceil(range / slide)``) of a batch sliding query that takes the
-#: engine's own plan (:func:`engine_plan`). From ``benchmarks/spark_matrix.py``: Spark's
-#: ``window()`` groupBy copies each event into ``k`` windows, swag's pre-sliced path pays a
-#: Python stage whatever ``k`` is; up to this ``k`` some measured data shape (few events per
-#: key and slice) ran faster on Spark's plan, above it none did.
-ENGINE_PLAN_MAX_K = 6
+#: engine's own plan (:func:`engine_plan`). Spark's ``window()`` groupBy copies each event into
+#: ``k`` windows (its cost grows with ``k``: about 0.25 s per 10^6 events and unit of ``k``,
+#: ``benchmarks/spark_windows.py``); swag's pre-sliced path pays a Python stage whatever ``k``
+#: is. Measured (``benchmarks/spark_matrix.py``, ``spark_flights.py``): Spark's plan faster in
+#: most data shapes at k = 1 and 6 and on the flights at k = 8 (0.59x: a crossover near
+#: k = 8 / 0.59, about 13, for few events per key and slice); swag 6x and 11x faster at
+#: k = 60 and 360 on dense data. Up to 12: Spark's plan.
+ENGINE_PLAN_MAX_K = 12
 
 #: For benchmarks only, never in production: the environment variable that names paths to
 #: leave off, comma-separated (``kernels``, ``over kernel``), read by

@@ -91,7 +91,7 @@ def both_paths(df: Any, **arguments: Any) -> tuple[Any, Any]:
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
-@given(rows=events, slide=st.integers(1, 700), k=st.integers(1, 6),
+@given(rows=events, slide=st.integers(1, 700), k=st.integers(1, 12),
        offset=st.integers(-1_000, 1_000), timestamp=st.booleans())
 def test_sliding_rows_equal_swag_and_brute_force(spark: Any, rows: list[tuple[Any, ...]],
                                                  slide: int, k: int, offset: int,
@@ -122,7 +122,7 @@ def test_explain_names_the_engine_path_and_why(spark: Any) -> None:
     plan = explain(df, key="k1", time="t", window=sliding(60, 10), aggregations=AGGS)
     assert plan.engine_plan == OWN_PLAN
     assert f"path: the engine's own plan ({OWN_PLAN})" in str(plan)
-    assert "engine plan: yes" in str(plan) and "6 windows per event" in str(plan)
+    assert "engine plan: yes" in str(plan) and "6 windows per event (at most 12)" in str(plan)
     with segment_tree(spark, True):
         assert explain(df, key="k1", time="t", window=over(60),
                        aggregations=AGGS).engine_plan == OWN_OVER_PLAN
@@ -134,7 +134,7 @@ def test_explain_names_the_engine_path_and_why(spark: Any) -> None:
     ({"presliced": False}, "presliced=False asks for swag's own path"),
     ({"presliced": True}, "presliced=True asks for swag's own path"),
     ({"algorithm": "two_stacks"}, "algorithm='two_stacks' asks"),
-    ({"window": sliding(70, 10)}, "7 windows per event, above 6"),
+    ({"window": sliding(130, 10)}, "13 windows per event, above 12"),
     ({"aggregations": {"m": {"fn": "mean", "field": "v"}}}, "'m': mean of int field 'v'"),
     ({"aggregations": {"m": {"fn": "max", "field": "f"}}}, "float field 'f' is not exact"),
     ({"nulls": "error"}, "nulls='error'"),
