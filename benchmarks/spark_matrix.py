@@ -22,12 +22,15 @@ events than a slice or a frame needs, or when the run passed :data:`BUDGET_S`. P
 warm-up on 500 of its events (not timed; the session's JIT warm-up: :func:`warm_up`), then
 :data:`ROUNDS` rounds rotating the sides; medians.
 
-Run: ``.venvs/spark/bin/python -m benchmarks spark_matrix`` (``--quick``: 2 * 10^4 events).
+Run: ``.venvs/spark/bin/python -m benchmarks spark_matrix`` (``--quick``: 2 * 10^4 events), or
+``.venvs/spark/bin/python -m benchmarks.spark_matrix --keys 3,10000 --resume``: those key
+counts first, keeping the cells the stored run measured.
 Stores ``benchmarks/results/spark_matrix.json``.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import shutil
@@ -260,31 +263,41 @@ def warm_up(spark: Any) -> None:
         df.unpersist()
 
 
-def measure(events: int = EVENTS, rounds: int = ROUNDS,
-            budget_s: float = BUDGET_S) -> dict[str, Any]:
+def _cell_id(cell: dict[str, Any]) -> tuple[Any, ...]:
+    return (cell["kind"], cell["keys"], cell.get("per_slice"), cell.get("k"),
+            cell.get("frame_events"), cell["events"])
+
+
+def measure(events: int = EVENTS, rounds: int = ROUNDS, budget_s: float = BUDGET_S,
+            keys: tuple[int, ...] = KEYS_FIRST, earlier: dict[str, Any] | None = None
+            ) -> dict[str, Any]:
+    """The matrix's cells of ``keys`` (in that order) within ``budget_s``; the cells
+    ``earlier`` (a stored payload) measured are kept, not run again."""
     from spark_adapter import local_session
 
+    done = {_cell_id(c): c for c in (earlier or {}).get("cells", []) if "skipped" not in c}
     spark = local_session("swag-bench-matrix", cores=2, shuffle_partitions=4,
                           conf={"spark.driver.memory": "4g"})
     warm_up(spark)
     cells = sliding_cells() + over_cells()
-    # 100 keys first (every k and frame), then 3, then 10^4 (swag's slowest: one Python call
-    # per key): a cell the budget leaves out is one of the last group's
-    order = sorted(cells, key=lambda c: (KEYS_FIRST.index(c["keys"]), c["kind"] == "over"))
+    order = sorted(cells, key=lambda c: (keys.index(c["keys"]) if c["keys"] in keys
+                                         else len(keys), c["kind"] == "over"))
     start = time.perf_counter()
     for cell in order:
-        if "skipped" in cell:
+        if _cell_id(cell) in done:
+            cell.update(done[_cell_id(cell)])
+        elif "skipped" in cell:
             continue
-        if time.perf_counter() - start > budget_s:
-            cell["skipped"] = f"over the matrix's time budget ({budget_s:.0f} s)"
-            continue
-        _run_cell(spark, cell, events, rounds)
-        print({k: v for k, v in cell.items() if not k.endswith("round_s")}, flush=True)
+        elif cell["keys"] not in keys or time.perf_counter() - start > budget_s:
+            cell["skipped"] = f"over the matrix's time budget ({budget_s:.0f} s per run)"
+        else:
+            _run_cell(spark, cell, events, rounds)
+            print({k: v for k, v in cell.items() if not k.endswith("round_s")}, flush=True)
     version = spark.version
     spark.stop()
+    runs = [*(earlier or {}).get("runs_s", []), round(time.perf_counter() - start)]
     return {"spark": version, "platform": platform.platform(), "rounds": rounds,
-            "total_s": round(time.perf_counter() - start), "cells": cells,
-            "rule": derived_rule(cells)}
+            "runs_s": runs, "cells": cells}
 
 
 def derived_rule(cells: list[dict[str, Any]]) -> dict[str, Any]:
@@ -304,6 +317,20 @@ def derived_rule(cells: list[dict[str, Any]]) -> dict[str, Any]:
 def run(quick: bool = False) -> None:
     """Entry point of ``python -m benchmarks spark_matrix``."""
     payload = measure(20_000 if quick else EVENTS)
+    common.save("spark_matrix", payload,
+                clock="wall (time.perf_counter), medians of the rounds")
+    print(markdown(payload))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m benchmarks.spark_matrix [--keys 3,10000] [--resume]``: the cells of some
+    key counts first; ``--resume`` keeps the stored run's measured cells."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keys", default=",".join(map(str, KEYS_FIRST)))
+    parser.add_argument("--resume", action="store_true")
+    args = parser.parse_args(argv)
+    keys = tuple(int(k) for k in args.keys.split(","))
+    payload = measure(keys=keys, earlier=common.load("spark_matrix") if args.resume else None)
     common.save("spark_matrix", payload,
                 clock="wall (time.perf_counter), medians of the rounds")
     print(markdown(payload))
@@ -351,7 +378,9 @@ def markdown(payload: dict[str, Any]) -> str:
     lines = [
         "## Spark batch: a matrix of data shapes against Spark's own best plan\n",
         report.machine_line(payload) + f"_PySpark {payload.get('spark', '?')}, local[2], 4 "
-        f"shuffle partitions, batch mode; the whole matrix took {payload['total_s']} s._\n",
+        f"shuffle partitions, batch mode; the matrix's runs took "
+        f"{' + '.join(str(t) for t in payload['runs_s'])} s (a run measures the cells an "
+        f"earlier one left for the time budget: `--resume`)._\n",
         f"count + max of an integer column per window (exact on every side), rows checked "
         f"equal; up to {EVENTS:,} events per cell (a sliding cell at most "
         f"{EXPANDED:,} / k: Spark's `window()` copies each event k times), one warm-up and "
@@ -381,3 +410,7 @@ def markdown(payload: dict[str, Any]) -> str:
                     all(c["same_results"] for c in measured), f"{len(measured)} cells"),
     ]
     return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
