@@ -373,6 +373,7 @@ def markdown(payload: dict[str, Any]) -> str:
     rule = derived_rule(cells)
     measured = [c for c in cells if "skipped" not in c]
     planned = [c.get("planned_vs_best", c["swag_vs_best"]) for c in measured]
+    on_spark = [c["planned_vs_best"] for c in measured if "planned_vs_best" in c]
     worst = "; ".join(f"k = {k}: {v['spark_faster']} of {v['cells']} (worst "
                       f"{v['worst_swag_vs_spark']}x)" for k, v in rule["by_k"].items())
     lines = [
@@ -404,8 +405,11 @@ def markdown(payload: dict[str, Any]) -> str:
         f"{ENGINE_PLAN_MAX_K} (`adapters/planning.py`, `ENGINE_PLAN_MAX_K`), and an exact OVER "
         f"query only when the session enables the segment-tree frame.\n",
         report.goal("every measured cell as planned at least 1x Spark's best plan (a cell "
-                    "on Spark's own plan runs that plan: about 1x)",
-                    min(planned, default=1) >= 0.95, f"lowest {min(planned, default=1)}x"),
+                    "on Spark's own plan runs that plan: 1x but for noise, "
+                    f"{min(on_spark, default=1)}-{max(on_spark, default=1)}x here)",
+                    min(planned, default=1) >= 1,
+                    f"{sum(p < 1 for p in planned)} of {len(planned)} cells below 1x, lowest "
+                    f"{min(planned, default=1)}x"),
         report.goal("every cell's rows equal on every side",
                     all(c["same_results"] for c in measured), f"{len(measured)} cells"),
     ]
