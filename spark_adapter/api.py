@@ -354,7 +354,9 @@ _SLIDING_AGGREGATE = """Exact window aggregates per key, on a streaming or a bat
         presliced: let Spark aggregate each key's events per slice before the driver
             combines slices into windows (``docs/spark.md``, "Pre-slicing (batch)", says which
             queries qualify). Batch: ``None`` (default) whenever the query allows it, same
-            results; ``True``: required (``ValueError`` saying why not); ``False``: never.
+            results, or Spark's own plan where it gives the same rows and measured faster
+            (``docs/spark.md``, "Spark's own plan"); ``True``: required (``ValueError``
+            saying why not); ``False``: never. Either keeps swag's own path.
             Streaming: only with ``True`` (late events then follow Spark's rule).
         nulls: ``"skip"`` (default, as Spark SQL): built-ins leave out null and NaN values
             (null for a window without others); ``"error"``: they are bad input
