@@ -86,7 +86,9 @@ def own_plan_rows(df: DataFrame, plan: Plan, time_type: DataType,
         rows = _sliding(checked, plan, window, time_type, aggs, sources)
     sources.update({("agg", a.name): F.col(f"_swag_a{i}").cast(agg_types[a.name])
                     for i, a in enumerate(plan.query.aggregations)})
-    out = rows.select(*[sources[s].alias(n) for n, s in zip(output.names, output.sources)])
+    # every column nullable, as swag's path gives them (Python's output has no NOT NULL)
+    out = rows.select(*[F.when(sources[s].isNotNull(), sources[s]).alias(n)
+                        for n, s in zip(output.names, output.sources)])
     if isinstance(metric, Observation):
         out = out.observe(metric, F.lit(0).cast("long").alias("late_events"),
                           F.count(F.lit(1)).alias("rows"))

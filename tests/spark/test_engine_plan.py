@@ -101,7 +101,7 @@ def test_sliding_rows_equal_swag_and_brute_force(spark: Any, rows: list[tuple[An
     args = {"key": ["k1", "k2"], "time": "t", "aggregations": AGGS,
             "window": {"kind": "sliding", "range": rng, "slide": slide, "offset": offset}}
     engine, own = both_paths(df, **args)
-    assert engine.dtypes == own.dtypes
+    assert engine.schema == own.schema  # names, order, types, nullability
     assert collected(engine) == collected(own) == brute_sliding(rows, rng, slide, offset)
 
 
@@ -113,7 +113,7 @@ def test_over_rows_equal_swag_and_brute_force(spark: Any, rows: list[tuple[Any, 
     with segment_tree(spark, True):
         engine, own = both_paths(df, key=["k1", "k2"], time="t", window=over(rng),
                                  aggregations=AGGS)
-        assert engine.dtypes == own.dtypes
+        assert engine.schema == own.schema  # names, order, types, nullability
         assert collected(engine) == collected(own) == brute_over(rows, rng)
 
 
