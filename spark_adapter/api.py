@@ -62,6 +62,7 @@ from adapters.query.windows import (
 from . import _types as T
 from ._batch import make_batch_function
 from ._buckets import BUCKET_IN, make_bucket_processor
+from ._engine_plan import own_plan_rows, with_own_plan
 from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA
 from ._presliced import SlicePlan, slice_kinds
 from ._runtime import batch_schema
@@ -347,7 +348,9 @@ _SLIDING_AGGREGATE = """Exact window aggregates per key, on a streaming or a bat
         presliced: let Spark aggregate each key's events per slice before the driver
             combines slices into windows (``docs/spark.md``, "Pre-slicing (batch)", says which
             queries qualify). Batch: ``None`` (default) whenever the query allows it, same
-            results; ``True``: required (``ValueError`` saying why not); ``False``: never.
+            results, or Spark's own plan where it gives the same rows and measured faster
+            (``docs/spark.md``, "Spark's own plan"); ``True``: required (``ValueError``
+            saying why not); ``False``: never. Either keeps swag's own path.
             Streaming: only with ``True`` (late events then follow Spark's rule).
         nulls: ``"skip"`` (default, as Spark SQL): built-ins leave out null and NaN values
             (null for a window without others); ``"error"``: they are bad input
@@ -395,6 +398,8 @@ def sliding_aggregate(
     call = _prepare(df, key, time, window, aggregations, watermark, allowed_lateness,
                     algorithm, late_rows, order_by, output_types, max_cached_keys, presliced,
                     nulls, key_buckets, layout)
+    if call.plan.route is not None and call.plan.route.engine_plan is not None:
+        return own_plan_rows(df, call.plan, call.time_type, call.agg_types, call.output, metric)
     wide = _run(df, call, watermark, order_by, key_buckets)
     wide = _observed(wide, metric, df.isStreaming)
     return _results(wide, call, late_rows)
@@ -500,8 +505,10 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
     typed = _typed(df, key_names, columns, value_types, agg_types, encoders)
     time_col, time_is_string = _time_ms(F.col(time), time_type, time)
     key_types = [columns[k] for k in key_names] if df.isStreaming else typed.keys
-    route = WindowDriver(query).plan(_facts(df, query, value_types, key_types, typed,
-                                            time_is_string, presliced, blocked, key_buckets))
+    facts = with_own_plan(df, _facts(df, query, value_types, key_types, typed,
+                                     time_is_string, presliced, blocked, key_buckets),
+                          key_types, late_rows, out_types, time_is_string)
+    route = WindowDriver(query).plan(facts)
     slices = None
     if route.presliced is not None:
         slices = SlicePlan(route.presliced,

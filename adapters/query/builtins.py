@@ -78,6 +78,14 @@ OVER = "over"
 PRESLICED = "presliced"
 FAST_PATHS = (KERNEL, CROSS_KEY, OVER, PRESLICED)
 
+# ---------------------------------------------------------------- exact in the engine
+#: the column kinds of :mod:`adapters.engine.presliced` (``INT``, ``LONG``) whose values an
+#: engine's own aggregate (Spark's ``count``/``max``/``min``/``sum``) reduces to exactly
+#: this built-in's result: integers have no NaN, no signed zero and no rounding
+INTEGRAL_KINDS = frozenset({"int", "long"})
+#: the "kind" of an aggregation that reads no field (``count`` of events)
+NO_FIELD = "no field"
+
 
 @dataclass(frozen=True)
 class Param:
@@ -108,6 +116,11 @@ class Builtin:
     missing: str = SKIP_VALUE
     #: the fast paths that take it (:data:`FAST_PATHS`)
     paths: frozenset[str] = frozenset()
+    #: the input kinds (:data:`INTEGRAL_KINDS`, :data:`NO_FIELD`) on which the engine's own
+    #: aggregate of the same name gives this built-in's result exactly, nulls skipped (an
+    #: engine may then run the whole query as its own plan: ``adapters.planning``); never
+    #: a floating kind (NaN, signed zeros, rounding order)
+    engine_exact: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not set(self.paths) <= set(FAST_PATHS):
@@ -182,11 +195,13 @@ _PAIR = StructOf((("value", INPUT), ("count", LONG)))
 for _builtin in (
     Builtin("count", Count, LONG,
             "number of events; with `field`, of its present values (SQL `COUNT(col)`)",
-            reads=FIELD_OR_EVENT, missing=COUNT_PRESENT, paths=_ALL),
-    Builtin("sum", Sum, WIDENED, "the sum (exact, rounded once)", paths=_ALL),
+            reads=FIELD_OR_EVENT, missing=COUNT_PRESENT, paths=_ALL,
+            engine_exact=INTEGRAL_KINDS | {NO_FIELD}),
+    Builtin("sum", Sum, WIDENED, "the sum (exact, rounded once)", paths=_ALL,
+            engine_exact=INTEGRAL_KINDS),
     Builtin("mean", Mean, DOUBLE, "the mean (exact, rounded once)", paths=_ALL),
-    Builtin("min", Min, INPUT, "the smallest value", paths=_ALL),
-    Builtin("max", Max, INPUT, "the largest value", paths=_ALL),
+    Builtin("min", Min, INPUT, "the smallest value", paths=_ALL, engine_exact=INTEGRAL_KINDS),
+    Builtin("max", Max, INPUT, "the largest value", paths=_ALL, engine_exact=INTEGRAL_KINDS),
     Builtin("argmin", lambda: _arg(ArgMin, "argmin"), KEYED,
             "the `result` field (else the whole event) of the smallest value, ties to the oldest",
             reads=KEYED_PAIR, missing=SKIP_COMPARED),
@@ -213,5 +228,6 @@ for _builtin in (
 del _builtin
 
 __all__ = ["BUILTINS", "COUNT_PRESENT", "CROSS_KEY", "FAST_PATHS", "FIELD", "FIELD_OR_EVENT",
-           "KERNEL", "KEYED_PAIR", "OVER", "PRESLICED", "SKIP_COMPARED", "SKIP_VALUE",
+           "INTEGRAL_KINDS", "KERNEL", "KEYED_PAIR", "NO_FIELD", "OVER", "PRESLICED",
+           "SKIP_COMPARED", "SKIP_VALUE",
            "Builtin", "Param", "fns_taking", "lowered_by", "register", "unregister"]

@@ -204,3 +204,90 @@ def test_a_benchmark_switches_a_path_off_with_the_same_rows(
     assert over_off.over_kernel is None and BENCHMARK_WITHOUT in over_off.reasons["over kernel"]
     assert canon(off.finish("k", events).rows) == canon(on.finish("k", events).rows) \
         == canon(brute_rows("sliding max", events))
+
+
+OWN = {"own_plan": "engine's groupBy", "own_over_plan": "engine's frame"}
+
+
+def engine_choice(windows: list[dict[str, Any]], aggregations: dict[str, Any],
+                  kinds: dict[str, str], **facts: Any) -> QueryPlan:
+    driver = WindowDriver({"windows": windows, "aggregations": aggregations,
+                           **facts.pop("query", {})})
+    return driver.plan(EngineFacts(**{"engine": "test", "streaming": False,
+                                      "calls": FINISHED, "slice_kinds": kinds,
+                                      **OWN, **facts}))
+
+
+@pytest.mark.parametrize("slide, chosen", [(60, True), (5, True), (4, False), (1, False)])
+def test_the_engine_plan_up_to_the_measured_windows_per_event(slide: int, chosen: bool) -> None:
+    from adapters.planning import ENGINE_PLAN_MAX_K, windows_per_event
+    from adapters.query.specs import SlidingWindow
+
+    assert windows_per_event(SlidingWindow(60, slide)) == -(-60 // slide)
+    plan = engine_choice([{"kind": "sliding", "range": 60, "slide": slide}],
+                         {"n": {"fn": "count"}, "m": {"fn": "max", "field": "v"}},
+                         {"v": LONG})
+    assert (plan.engine_plan == "engine's groupBy") == chosen == (-(-60 // slide)
+                                                                   <= ENGINE_PLAN_MAX_K)
+    assert plan.path.startswith("the engine's own plan") == chosen
+    assert plan.reasons["engine plan"].startswith("yes" if chosen else "no")
+
+
+@pytest.mark.parametrize("fn, kind, exact", [
+    ("count", INT, True), ("max", INT, True), ("min", LONG, True), ("sum", LONG, True),
+    ("count", FLOAT, False), ("max", FLOAT, False), ("sum", FLOAT, False),
+    ("mean", INT, False), ("first", INT, False), ("max", "", False),
+])
+def test_the_engine_plan_only_for_outputs_exact_in_the_engine(fn: str, kind: str,
+                                                              exact: bool) -> None:
+    from adapters.query.builtins import BUILTINS
+
+    kinds = {"v": kind} if kind else {}
+    for window in ({"kind": "tumbling", "size": 30}, {"kind": "over", "range": 30}):
+        plan = engine_choice([window], {"a": {"fn": fn, "field": "v"}, "n": {"fn": "count"}},
+                             kinds)
+        assert (plan.engine_plan is not None) == exact == (kind in BUILTINS[fn].engine_exact)
+        if not exact:
+            assert "not exact" in plan.reasons["engine plan"]
+
+
+def test_the_declared_exact_kinds_are_the_engines_column_kinds() -> None:
+    from adapters.query.builtins import BUILTINS, INTEGRAL_KINDS, NO_FIELD
+
+    assert {INT, LONG} == INTEGRAL_KINDS
+    assert {k for b in BUILTINS.values() for k in b.engine_exact} == {INT, LONG, NO_FIELD}
+    assert FLOAT not in BUILTINS["max"].engine_exact and not BUILTINS["mean"].engine_exact
+
+
+@pytest.mark.parametrize("facts, why", [
+    ({"presliced": False}, "presliced=False asks for swag's own path"),
+    ({"presliced": True}, "presliced=True asks"),
+    ({"query": {"algorithm": "two_stacks"}}, "algorithm='two_stacks' asks"),
+    ({"query": {"nulls": "error"}}, "nulls='error'"),
+    ({"streaming": True, "calls": EngineFacts.MANY_KEYS}, "streaming"),
+    ({"own_plan": None}, "offers none"),
+    ({"own_plan_block": "a reason of the engine"}, "a reason of the engine"),
+])
+def test_the_engine_plan_leaves_to_swag_what_was_asked_or_blocked(facts: dict[str, Any],
+                                                                  why: str) -> None:
+    plan = engine_choice([{"kind": "tumbling", "size": 30}], {"n": {"fn": "count"}},
+                         {}, **facts)
+    assert plan.engine_plan is None and why in plan.reasons["engine plan"]
+    # (printed only where the engine offers a plan of its own)
+    assert ("engine plan: no" in str(plan)) == (plan.facts.own_plan is not None)
+
+
+def test_over_takes_the_engine_plan_only_when_offered(monkeypatch: pytest.MonkeyPatch) -> None:
+    from adapters.planning import BENCHMARK_WITHOUT
+
+    over = [{"kind": "over", "range": 30}]
+    plan = engine_choice(over, {"n": {"fn": "count"}}, {}, own_over_plan=None,
+                         own_over_missing="the frame is slow here")
+    assert plan.engine_plan is None and "the frame is slow here" in plan.reasons["engine plan"]
+    assert engine_choice(over, {"n": {"fn": "count"}}, {}).engine_plan == "engine's frame"
+    several = [{"kind": "tumbling", "size": 30}, {"kind": "sliding", "range": 20,
+                                                  "slide": 10}]
+    assert engine_choice(several, {"n": {"fn": "count"}}, {}).engine_plan is None
+    monkeypatch.setenv(BENCHMARK_WITHOUT, "engine plan")
+    plan = engine_choice(over, {"n": {"fn": "count"}}, {})
+    assert plan.engine_plan is None and BENCHMARK_WITHOUT in plan.reasons["engine plan"]
