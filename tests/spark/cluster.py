@@ -54,11 +54,16 @@ START_TIMEOUT = 120
 STOP_TIMEOUT = 20
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_ports(n: int) -> list[int]:
+    """``n`` different TCP ports on 127.0.0.1 that nothing listens on now. All are bound
+    before any is released: ports taken one at a time can repeat (the kernel may hand a
+    just-released port out again), and a worker's web UI then takes the master's port, whose
+    UI moves to the next one (a master ``/json`` that answers with the worker's HTML page)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
 
 
 def spark_home() -> Path:
@@ -112,10 +117,11 @@ class StandaloneCluster:
             return dict(json.load(r))
 
     def master_up(self) -> bool:
-        """True once the master answers on its web UI."""
+        """True once the master answers on its web UI with its JSON status (an HTML page
+        there is not the master's status: retried until the start times out, with logs)."""
         try:
             self.state()
-        except OSError:
+        except (OSError, ValueError):
             return False
         return True
 
@@ -123,7 +129,7 @@ class StandaloneCluster:
         """How many workers the master counts as alive (0 while it is not up)."""
         try:
             workers = self.state().get("workers", [])
-        except OSError:
+        except (OSError, ValueError):
             return 0
         return sum(1 for w in workers if w.get("state") == "ALIVE")
 
@@ -246,7 +252,7 @@ def standalone_cluster(root: Path, workers: int = 2) -> Iterator[StandaloneClust
     gives it executors as workers register), :meth:`StandaloneCluster.wait_for_workers`
     waits for them."""
     root.mkdir(parents=True)
-    port, ui_port = free_port(), free_port()
+    port, ui_port, *worker_ports = free_ports(2 + 2 * workers)
     cluster = StandaloneCluster(root, f"spark://127.0.0.1:{port}",
                                 f"http://127.0.0.1:{ui_port}",
                                 [root / f"worker{i}" for i in range(workers)])
@@ -259,7 +265,8 @@ def standalone_cluster(root: Path, workers: int = 2) -> Iterator[StandaloneClust
         for i, work in enumerate(cluster.worker_dirs):
             _launch(cluster, f"worker{i}", [
                 "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                "--port", str(free_port()), "--webui-port", str(free_port()),
+                "--port", str(worker_ports[2 * i]),
+                "--webui-port", str(worker_ports[2 * i + 1]),
                 "--cores", "1", "--memory", WORKER_MEMORY, "--work-dir", str(work),
                 cluster.master_url], env)
         cluster.wait_until(cluster.master_up, "the master")
