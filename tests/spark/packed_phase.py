@@ -1,14 +1,10 @@
-"""The query of ``test_packed``'s restart test, importable by older code: public API only.
-Run as a script (``python packed_phase.py SRC CHECKPOINT OUT [SRC CHECKPOINT OUT ...]``) it
-does one run per triple, one after the other, in its own Spark session (one JVM start for
-all of them) with whatever ``spark_adapter`` ``PYTHONPATH`` gives (printing its path)."""
+"""The streaming query of ``test_packed``'s transport tests and its input: nulls, NaN, longs
+beyond 2^53, ``order_by`` ties and a late event, micro-batch by micro-batch."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
 _START = 1_700_000_000_000
@@ -56,22 +52,3 @@ def run(spark: Any, src: str, ckpt: str, out: str) -> None:
     q.awaitTermination()
     assert q.exception() is None
 
-
-if __name__ == "__main__":
-    import spark_adapter
-    from spark_adapter import local_session
-
-    # The test session's settings (they make a run cheaper, none changes what it computes):
-    # this script's directory, tests/spark, is first on sys.path.
-    from conftest import SHUFFLE_PARTITIONS, TEST_CONF, worker_python  # isort: skip
-
-    print(spark_adapter.__file__)
-    session = local_session("swag-old", cores=2, shuffle_partitions=SHUFFLE_PARTITIONS,
-                            conf=TEST_CONF)
-    args = sys.argv[1:]
-    workers = Path(args[1]).parent / "python"
-    workers.mkdir(exist_ok=True)
-    session.sparkContext.pythonExec = worker_python(workers)
-    for i in range(0, len(args), 3):
-        run(session, *args[i:i + 3])
-    session.stop()

@@ -7,15 +7,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import pytest
 from pyspark.sql.types import DoubleType, LongType
 
 from adapters.engine.bucket_rows import bucket_events
@@ -113,61 +108,10 @@ def test_bucket_events_of_packed_slice_rows_are_their_partials():
     assert ids == {"a": b'{"k":"a"}', "b": b'{"k":"b"}'}
 
 
-# ----------------------------------------------------------------------------- restart
-#: The last commit whose streaming bucket layout sent JSON rows (the checkpoint's writer).
-JSON_ROWS_COMMIT = "5debdec"
-
-
-def _old_tree(tmp: Path) -> Path:
-    repo = Path(__file__).resolve().parents[2]
-    old = tmp / "old"
-    old.mkdir()
-    try:
-        archive = subprocess.run(
-            ["git", "-C", str(repo), "archive", JSON_ROWS_COMMIT, "spark_adapter", "adapters",
-             "swag_core"], check=True, capture_output=True).stdout
-    except (OSError, subprocess.CalledProcessError) as exc:
-        pytest.skip(f"commit {JSON_ROWS_COMMIT} not available: {exc}")
-    subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
-    return old
-
-
+# ----------------------------------------------------------------------------- a query
 def _result(spark: Any, out: str) -> list[str]:
     return sorted(json.dumps(r.asDict(recursive=True), default=str, sort_keys=True)
                   for r in spark.read.parquet(out).collect())
-
-
-def _old_runs(old: Path, tmp: Path, *runs: tuple[str, str, str]) -> None:
-    """Runs ``(src, checkpoint, out)`` of the query by the old code, one after the other (one
-    Spark session, in a subprocess: a JVM start costs tens of seconds on 2 cores)."""
-    done = subprocess.run([sys.executable, packed_phase.__file__, *(a for r in runs for a in r)],
-                          env=dict(os.environ, PYTHONPATH=str(old)), cwd=str(tmp),
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert str(old) in done.stdout  # the old code ran
-
-
-def test_a_json_rows_checkpoint_continues_under_the_packed_transport(spark, tmp_path):
-    """Micro-batches 0-1 by the JSON-row code (``JSON_ROWS_COMMIT``), 2-4 by this code, from
-    the same checkpoint: the rows of one uninterrupted run by this code, which are those of
-    one by the old code (late events, order_by with ties and nulls, null and NaN, longs
-    beyond 2^53, an over window and a sliding one)."""
-    old = _old_tree(tmp_path)
-    src, every, base = str(tmp_path / "in"), str(tmp_path / "in_all"), tmp_path
-    packed_phase.write(src, 0)
-    packed_phase.write(src, 1)
-    for b in range(5):  # the same files, all there for the old code's uninterrupted run
-        packed_phase.write(every, b)
-    _old_runs(old, tmp_path, (src, str(base / "ck"), str(base / "split")),
-              (every, str(base / "ck_old"), str(base / "old")))
-    for b in (2, 3, 4):
-        packed_phase.write(src, b)
-    packed_phase.run(spark, src, str(base / "ck"), str(base / "split"))
-    packed_phase.run(spark, src, str(base / "ck_full"), str(base / "full"))
-    split, full = _result(spark, str(base / "split")), _result(spark, str(base / "full"))
-    assert any('"late": true' in r for r in full)
-    assert split == full
-    assert _result(spark, str(base / "old")) == full
 
 
 def test_large_var_types_pack_and_unpack(spark, tmp_path):
