@@ -21,14 +21,14 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, Observation, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StringType, TimestampType
+from pyspark.sql.types import DataType, TimestampType
 
 from adapters import EngineFacts
 from adapters.engine.rows import OutputColumns
 from adapters.engine.worker import Plan
 from adapters.query.specs import AggSpec, OverWindow, SlidingWindow
 
-from . import _types as T
+from ._presliced import grouping_block, null_times_checked
 
 #: the names of Spark's own plans in ``explain`` and the planner's facts
 OWN_PLAN = "Spark's window() groupBy"
@@ -51,12 +51,10 @@ def with_own_plan(df: DataFrame, facts: EngineFacts, key_types: Sequence[DataTyp
         block = f"late_rows={late_rows!r} (swag's output forms)"
     elif output_types:
         block = "output_types= overrides an output's type"
-    elif time_is_string:
-        block = "the time column is a string (Spark and the driver parse it differently)"
-    elif key_types is None:
-        block = "a key column is not a scalar"
-    elif any(isinstance(t, T.FLOATING) for t in key_types):
-        block = "a key column is floating (Spark's groupBy merges -0.0 with 0.0 and NaN keys)"
+    else:
+        block = grouping_block(key_types, time_is_string)
+        if block is None and key_types is None:
+            block = "a key column is not a scalar"
     tree = str(df.sparkSession.conf.get(SEGMENT_TREE, "false")).lower() == "true"
     return dataclasses.replace(
         facts, own_plan=OWN_PLAN, own_plan_block=block,
@@ -71,9 +69,7 @@ def own_plan_rows(df: DataFrame, plan: Plan, time_type: DataType,
     """The query's rows by Spark's own plan, in swag's output columns (``metric``: a
     ``pyspark.sql.Observation`` observes ``late_events`` (0) and ``rows`` as swag's path
     does)."""
-    time = F.col(plan.time_name)
-    checked = df.observe(f"swag_null_times_{plan.token[:12]}",
-                         F.count(F.when(time.isNull(), _null_time(df, plan))).alias("null_times"))
+    checked = null_times_checked(df, plan)
     sources: dict[tuple[str, str], Column] = {
         ("key", "" if len(plan.key_names) == 1 else str(i)): F.col(k)
         for i, k in enumerate(plan.key_names)}
@@ -133,25 +129,6 @@ def _aggregate(a: AggSpec) -> Column:
         return F.count(F.lit(1))
     fns = {"count": F.count, "max": F.max, "min": F.min, "sum": F.sum}
     return fns[a.fn or ""](F.col(a.field))
-
-
-def _null_time(df: DataFrame, plan: Plan) -> Column:
-    """Raises the event path's error for a null time, naming the key as Python shows it."""
-    types = {f.name: f.dataType for f in df.schema.fields}
-    parts = [_shown(F.col(k), types[k]) for k in plan.key_names]
-    key = parts[0] if len(parts) == 1 else F.concat(
-        F.lit("("), F.concat_ws(", ", *parts), F.lit(")"))
-    return F.raise_error(F.concat(F.lit("BadEventError: key "), key,
-                                  F.lit(f": event time None (field {plan.time_name!r}) is "
-                                        f"null")))
-
-
-def _shown(col: Column, dt: DataType) -> Column:
-    """A key column's value about as ``repr`` shows it (strings quoted, null as None)."""
-    text = col.cast(StringType())
-    if isinstance(dt, StringType):
-        text = F.concat(F.lit("'"), text, F.lit("'"))
-    return F.coalesce(text, F.lit("None"))
 
 
 __all__ = ["OWN_PLAN", "own_plan_rows", "with_own_plan"]

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, LongType
+from pyspark.sql.types import DataType, LongType, StringType
 
 from adapters.engine.columns import ORDER_IN, TIME_IN
 from adapters.engine.presliced import (
@@ -61,6 +61,7 @@ from adapters.engine.presliced import (
     SliceField,
     SliceLayout,
 )
+from adapters.engine.worker import Plan
 
 from ._types import FLOATING, INTEGRAL
 
@@ -83,6 +84,19 @@ def slice_kinds(value_types: Mapping[str, DataType]) -> dict[str, str]:
         elif isinstance(dt, FLOATING):
             kinds[name] = FLOAT
     return kinds
+
+
+def grouping_block(key_types: Sequence[DataType] | None, time_is_string: bool) -> str | None:
+    """Why Spark's own aggregation ahead of the driver (pre-slicing) or instead of it
+    (:mod:`spark_adapter._engine_plan`) cannot give the event path's rows for this call's
+    columns (``key_types``: the key columns Spark would group by, ``None`` for JSON text);
+    ``None``: it can."""
+    if time_is_string:
+        return "the time column is a string (Spark and the driver parse it differently)"
+    if key_types is not None and any(isinstance(t, FLOATING) for t in key_types):
+        return ("a key column is floating (Spark's grouping turns a -0.0 key into 0.0 and "
+                "merges NaN keys)")
+    return None
 
 
 @dataclass(frozen=True)
@@ -191,4 +205,29 @@ def _scaled(c: Column) -> tuple[Column, Column]:
     return q, m
 
 
-__all__ = ["SlicePlan", "slice_kinds"]
+def null_times_checked(df: DataFrame, plan: Plan) -> DataFrame:
+    """``df`` observed so that its first null time raises the event path's
+    :class:`adapters.BadEventError` text, naming the key as Python shows it. Spark's own
+    aggregations ahead of (or instead of) the driver drop null times (``window()``
+    filters them, and Spark pushes that filter below any projection); a filter is not
+    pushed through an observed metric, so the check sits in one."""
+    types = {f.name: f.dataType for f in df.schema.fields}
+    parts = [_shown(F.col(k), types[k]) for k in plan.key_names]
+    key = parts[0] if len(parts) == 1 else F.concat(
+        F.lit("("), F.concat_ws(", ", *parts), F.lit(")"))
+    bad = F.raise_error(F.concat(F.lit("BadEventError: key "), key,
+                                 F.lit(f": event time None (field {plan.time_name!r}) is null")))
+    null = F.col(plan.time_name).isNull()
+    return df.observe(f"swag_null_times_{plan.token[:12]}",
+                      F.count(F.when(null, bad)).alias("null_times"))
+
+
+def _shown(col: Column, dt: DataType) -> Column:
+    """A key column's value about as ``repr`` shows it (strings quoted, null as None)."""
+    text = col.cast(StringType())
+    if isinstance(dt, StringType):
+        text = F.concat(F.lit("'"), text, F.lit("'"))
+    return F.coalesce(text, F.lit("None"))
+
+
+__all__ = ["SlicePlan", "grouping_block", "null_times_checked", "slice_kinds"]

@@ -64,7 +64,7 @@ from ._batch import make_batch_function
 from ._buckets import BUCKET_IN, make_bucket_processor
 from ._engine_plan import own_plan_rows, with_own_plan
 from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA
-from ._presliced import SlicePlan, slice_kinds
+from ._presliced import SlicePlan, grouping_block, null_times_checked, slice_kinds
 from ._runtime import batch_schema
 from .session import ROCKSDB
 
@@ -222,12 +222,7 @@ def _facts(df: DataFrame, query: Query, value_types: Mapping[str, DataType],
     the OVER kernel); ``key_types``: the types of the key columns Spark's slice
     aggregation would group by (``None``: JSON text); ``blocked``: why a streaming call
     cannot pre-slice whatever its query (:func:`_stream_block`)."""
-    if blocked is None and time_is_string:
-        blocked = "the time column is a string (Spark and the driver parse it differently)"
-    if blocked is None and key_types is not None and any(isinstance(t, T.FLOATING)
-                                                         for t in key_types):
-        blocked = ("a key column is floating (Spark's aggregate would turn a -0.0 key into "
-                   "0.0 and merge NaN keys)")
+    blocked = blocked or grouping_block(key_types, time_is_string)
     columns = None
     if not df.isStreaming and not time_is_string and all(T.is_native(t)
                                                          for t in value_types.values()):
@@ -610,13 +605,7 @@ def _sliced_stream(source: DataFrame, plan: Plan, slices: SlicePlan,
     columns: one row per non-empty key and slice)."""
     event_time = time if isinstance(time_type, TimestampType) else "_swag_wm"
     key_json = _json_struct(plan.key_names, columns)
-    # A null time is bad input, as on the event path. window() filters null times, and
-    # Spark pushes that filter below any projection, so the check sits in an observed
-    # metric (a filter is not pushed through one): its aggregate raises at the first null.
-    bad = F.raise_error(F.concat(F.lit(f"BadEventError: time field {time!r} is null; key "),
-                                 key_json))
-    source = source.observe(f"swag_null_times_{plan.token[:12]}",
-                            F.count(F.when(time_col.isNull(), bad)).alias("null_times"))
+    source = null_times_checked(source, plan)
     cols = [F.col(k) for k in plan.key_names] + [time_col.alias(TIME_IN)]
     cols += [T.to_json_column(F.col(c), columns[c]).alias(name)
              for c, name in slices.transport.items()]
