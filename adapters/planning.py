@@ -7,8 +7,8 @@ from :meth:`adapters.WindowDriver.plan`. The plan says, each with its reason:
 * **pre-sliced** (:mod:`adapters.engine.presliced`): the engine aggregates each
   ``(key, slice)`` itself and hands the driver one row per non-empty slice (Traub et al.,
   "General Stream Slicing", EDBT 2019); the driver runs :attr:`QueryPlan.driver_query`;
-* **OVER kernel** (:mod:`adapters.crosskey.over_runtime`): a finished key's per-event rows
-  computed from its columns in NumPy, no structure at all;
+* **OVER kernel** (:mod:`adapters.crosskey.over_runtime`): finished keys' per-event rows
+  computed from their columns in NumPy, many keys at once, no structure at all;
 * **runtime**: the cross-key NumPy runtime (:mod:`adapters.crosskey.batch_runtime`) or the
   per-key lanes, per the way the engine calls (:data:`PER_KEY`, :data:`MANY_KEYS`,
   :data:`FINISHED`) and the batch's size (:func:`use_cross_key`);
@@ -47,7 +47,9 @@ from adapters.query.specs import CountWindow, OverWindow, PolicyWindow, Query, S
 PER_KEY = "per key"
 #: many keys per call (``process_batch`` / ``advance_keys``)
 MANY_KEYS = "many keys"
-#: a key's whole bounded input at once (``finish`` / ``finish_columns``: batch mode)
+#: whole bounded inputs of finished keys, many keys per call (``finish_keys`` /
+#: ``finish_columns``: batch mode; an engine with one call per key pays its per-call cost per
+#: key, which with many small keys exceeds the driver's own: ``docs/spark.md``)
 FINISHED = "finished"
 CALLS = (PER_KEY, MANY_KEYS, FINISHED)
 
@@ -125,8 +127,8 @@ class QueryPlan:
     presliced: SliceLayout | None
     #: the OVER kernel's plan for finished keys, or ``None``
     over_kernel: OverPlan | None
-    #: the driver's runtime: ``"cross-key"`` or ``"per-key"`` (``"cross-key"`` for a
-    #: finished key means: when it has at least :data:`MIN_BATCH` events)
+    #: the driver's runtime: ``"cross-key"`` or ``"per-key"`` (``"cross-key"`` for finished
+    #: keys means: when a call's keys hold at least :data:`MIN_BATCH` events together)
     runtime: str
     #: the lanes fold raw values with kernels (else one lift per event)
     kernels: bool
@@ -190,8 +192,9 @@ def kernel_mode(query: Query, time_groups: Sequence[Sequence[Any]]) -> list[Kern
 
 
 def use_cross_key(batch_runtime: bool, events: int) -> bool:
-    """Whether a finished key of ``events`` events runs in the cross-key runtime (it pays
-    off from :data:`MIN_BATCH` events; smaller keys take the per-key lanes)."""
+    """Whether finished keys of ``events`` events together (one call) run in the cross-key
+    runtime (it pays off from :data:`MIN_BATCH` events; smaller calls take the per-key
+    lanes)."""
     return batch_runtime and events >= MIN_BATCH
 
 
@@ -241,8 +244,9 @@ def over_kernel(query: Query, facts: EngineFacts,
     missing = [f for f in over.fields if f not in facts.column_fields]
     if missing:
         return None, f"no (field {missing[0]!r} is not a typed number column)"
-    return over, ("yes: each key's frames and aggregates from its columns in NumPy (a key "
-                  "whose values break a kernel rule, e.g. an infinity, takes the driver)")
+    return over, ("yes: the frames and aggregates of a call's finished keys from their "
+                  "columns in NumPy, all keys at once, no frame crossing a key (a call whose "
+                  "values break a kernel rule, e.g. an infinity, takes the driver)")
 
 
 def runtime(facts: EngineFacts, batch_runtime: bool, over: bool = False) -> tuple[str, str]:
@@ -256,11 +260,15 @@ def _runtime(facts: EngineFacts, batch_runtime: bool) -> tuple[str, str]:
     if facts.calls == PER_KEY:
         return "per-key", "per-key lanes (the engine calls the driver one key at a time)"
     if not batch_runtime:
-        return "per-key", ("per-key lanes (the cross-key runtime does not cover this query: "
-                           "it takes one sliding or tumbling window of kernel outputs)")
+        many = (", each of a call's many finished keys in turn" if facts.calls == FINISHED
+                else "")
+        return "per-key", (f"per-key lanes{many} (the cross-key runtime does not cover this "
+                           f"query: it takes one sliding or tumbling window of kernel "
+                           f"outputs)")
     if facts.calls == FINISHED:
-        return "cross-key", (f"cross-key NumPy runtime for keys of at least {MIN_BATCH} "
-                             f"events, per-key lanes for smaller keys")
+        return "cross-key", (f"cross-key NumPy runtime over each call's finished keys "
+                             f"together (many keys per call) when they hold at least "
+                             f"{MIN_BATCH} events, per-key lanes for smaller calls")
     return "cross-key", "cross-key NumPy runtime (many keys per call)"
 
 
