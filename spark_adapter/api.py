@@ -19,8 +19,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     DataType,
-    DoubleType,
-    FloatType,
     MapType,
     StringType,
     StructField,
@@ -596,18 +594,13 @@ def _run(df: DataFrame, call: _Call, watermark: Any, order_by: str | None,
 
 def _run_batch(df: DataFrame, call: _Call, order_by: str | None) -> DataFrame:
     """Batch: the input (or its slice rows) hash-partitioned by key and sorted by key within
-    each partition, through ``mapInArrow``: many finished
-    keys per Python call (:mod:`spark_adapter._batch`). A floating key column is normalized
-    first (``-0.0`` as ``0.0``, one NaN), as Spark's own grouping does."""
+    each partition, through ``mapInArrow``: many finished keys per Python call
+    (:mod:`spark_adapter._batch`). The exchange and sort are those ``groupBy(keys)
+    .applyInArrow`` plans, and a key is a run of rows equal by Spark's ordering (``-0.0``
+    beside ``0.0``, NaN beside NaN), as its groups are; the key's first row names it."""
     plan = call.plan
     prepared_cols, group_cols = _input_columns(plan, call.columns, call.time_col, order_by)
     prepared = df.select(*prepared_cols)
-    for name in group_cols:
-        if isinstance(prepared.schema[name].dataType, (FloatType, DoubleType)):
-            c = F.col(name)
-            prepared = prepared.withColumn(name, F.when(F.isnan(c), F.lit(float("nan")).cast(
-                prepared.schema[name].dataType)).when(c == 0, F.lit(0).cast(
-                    prepared.schema[name].dataType)).otherwise(c))
     if call.slices is not None:
         prepared = call.slices.frame(prepared, group_cols, order_by is not None)
     return prepared.repartition(*group_cols).sortWithinPartitions(*group_cols).mapInArrow(

@@ -111,3 +111,50 @@ def test_two_key_columns_many_keys_equal_one_call_per_key(data: Any, over: bool)
     alone = [run_batches(plan, batches_of(ordered.slice(a, b - a), names, []))
              for a, b in pairwise(starts)]
     same(together, pa.concat_tables(alone))
+
+
+BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 30), st.integers(-9, 9)),
+                min_size=1, max_size=120),
+       st.booleans())
+def test_spark_keys_straddling_arrow_batches(spark: Any, rows: list[tuple[int, ...]],
+                                             over_window: bool) -> None:
+    """Through Spark, Arrow batches of 7 rows (most keys straddle two): the rows of every
+    key equal the driver's ``finish`` of that key alone, for a non-commutative ``collect``
+    in ``order_by`` order (unique, against the input order: the event path) and for the OVER
+    kernel."""
+    from spark_adapter import over, sliding, sliding_aggregate
+
+    data = [(f"k{k}", t, v, i, -i) for i, (k, t, v) in enumerate(rows)]
+    df = spark.createDataFrame(data, "k string, t long, v long, i long, o int")
+    if over_window:
+        window, spec = over(5), {"kind": "over", "range": 5}
+        aggs: dict[str, Any] = {"mx": {"fn": "max", "field": "v"}, "n": {"fn": "count"}}
+    else:
+        window, spec = sliding(6, 3), {"kind": "sliding", "range": 6, "slide": 3}
+        aggs = {"ids": {"fn": "collect", "field": "i"}, "n": {"fn": "count"}}
+    spark.conf.set(BATCH_ROWS, "7")
+    try:
+        got = sliding_aggregate(df.repartition(3), key="k", time="t", window=window,
+                                aggregations=aggs, order_by="o").collect()
+    finally:
+        spark.conf.unset(BATCH_ROWS)
+    driver = WindowDriver({"windows": [spec], "aggregations": aggs})
+    want = []
+    for key in sorted({r[0] for r in data}):
+        mine = sorted((r for r in data if r[0] == key), key=lambda r: r[4])  # order_by o
+        out = driver.finish(key, [(r[1], {"k": r[0], "t": r[1], "v": r[2], "i": r[3], "o": r[4]})
+                                  for r in mine])
+        for row in out.rows:
+            if over_window:
+                want.append(repr((key, row["time"], row["event"]["i"], row["mx"], row["n"])))
+            else:
+                want.append(repr((key, row["start"], row["end"], row["ids"], row["n"])))
+    if over_window:
+        found = [repr((r.k, r.t, r.i, r.mx, r.n)) for r in got]
+    else:
+        found = [repr((r.k, r.window_start, r.window_end, r.ids, r.n)) for r in got]
+    assert sorted(found) == sorted(want)
