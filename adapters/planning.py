@@ -55,12 +55,13 @@ CALLS = (PER_KEY, MANY_KEYS, FINISHED)
 
 #: The most windows per event (``ceil(range / slide)``) of a batch sliding query that takes the
 #: engine's own plan (:func:`engine_plan`). Spark's ``window()`` groupBy copies each event into
-#: ``k`` windows (its cost grows with ``k``); swag's pre-sliced path pays a Python stage, one
-#: call per key, whatever ``k`` is. Measured (``benchmarks/spark_matrix.py``: keys 3 / 100 /
-#: 10^4 x events per key and slice 1 / 10 / 1,000): Spark's plan faster in 11 of 12 cells at
-#: k = 1 and 6, swag's in 5 of 6 at k = 60 and 6 of 6 at 360; on the flights
-#: (``spark_flights.py``, 3 keys, 4.4 events per key and slice) Spark's at k = 8 (swag 0.59x:
-#: the crossover near k = 13 there). The query's k is all the planner knows: up to 12, Spark's.
+#: ``k`` windows (its cost grows with ``k``); swag's pre-sliced path pays a Python stage (one
+#: call per Arrow batch of finished keys) whatever ``k`` is. Measured
+#: (``benchmarks/spark_matrix.py``: keys 3 / 100 / 10^4 x events per key and slice 1 / 10 /
+#: 1,000): Spark's plan faster in 4 of 6 cells at k = 1 and 1 of 6 at k = 6 (swag's own path
+#: 0.41-1.75x, noisy), swag's in all at k = 60 and 360; on the flights (``spark_flights.py``,
+#: 3 keys, 4.4 events per key and slice) Spark's at k = 8 (swag 0.59x: the crossover near
+#: k = 13 there). The query's k is all the planner knows: up to 12, Spark's.
 ENGINE_PLAN_MAX_K = 12
 
 #: For benchmarks only, never in production: the environment variable that names paths to
