@@ -7,8 +7,8 @@ from :meth:`adapters.WindowDriver.plan`. The plan says, each with its reason:
 * **pre-sliced** (:mod:`adapters.engine.presliced`): the engine aggregates each
   ``(key, slice)`` itself and hands the driver one row per non-empty slice (Traub et al.,
   "General Stream Slicing", EDBT 2019); the driver runs :attr:`QueryPlan.driver_query`;
-* **OVER kernel** (:mod:`adapters.crosskey.over_runtime`): a finished key's per-event rows
-  computed from its columns in NumPy, no structure at all;
+* **OVER kernel** (:mod:`adapters.crosskey.over_runtime`): finished keys' per-event rows
+  computed from their columns in NumPy, many keys at once, no structure at all;
 * **runtime**: the cross-key NumPy runtime (:mod:`adapters.crosskey.batch_runtime`) or the
   per-key lanes, per the way the engine calls (:data:`PER_KEY`, :data:`MANY_KEYS`,
   :data:`FINISHED`) and the batch's size (:func:`use_cross_key`);
@@ -47,18 +47,21 @@ from adapters.query.specs import CountWindow, OverWindow, PolicyWindow, Query, S
 PER_KEY = "per key"
 #: many keys per call (``process_batch`` / ``advance_keys``)
 MANY_KEYS = "many keys"
-#: a key's whole bounded input at once (``finish`` / ``finish_columns``: batch mode)
+#: whole bounded inputs of finished keys, many keys per call (``finish_keys`` /
+#: ``finish_columns``: batch mode; an engine with one call per key pays its per-call cost per
+#: key, which with many small keys exceeds the driver's own: ``docs/spark.md``)
 FINISHED = "finished"
 CALLS = (PER_KEY, MANY_KEYS, FINISHED)
 
 #: The most windows per event (``ceil(range / slide)``) of a batch sliding query that takes the
 #: engine's own plan (:func:`engine_plan`). Spark's ``window()`` groupBy copies each event into
-#: ``k`` windows (its cost grows with ``k``); swag's pre-sliced path pays a Python stage, one
-#: call per key, whatever ``k`` is. Measured (``benchmarks/spark_matrix.py``: keys 3 / 100 /
-#: 10^4 x events per key and slice 1 / 10 / 1,000): Spark's plan faster in 11 of 12 cells at
-#: k = 1 and 6, swag's in 5 of 6 at k = 60 and 6 of 6 at 360; on the flights
-#: (``spark_flights.py``, 3 keys, 4.4 events per key and slice) Spark's at k = 8 (swag 0.59x:
-#: the crossover near k = 13 there). The query's k is all the planner knows: up to 12, Spark's.
+#: ``k`` windows (its cost grows with ``k``); swag's pre-sliced path pays a Python stage (one
+#: call per Arrow batch of finished keys) whatever ``k`` is. Measured
+#: (``benchmarks/spark_matrix.py``: keys 3 / 100 / 10^4 x events per key and slice 1 / 10 /
+#: 1,000): Spark's plan faster in 4 of 6 cells at k = 1 and 1 of 6 at k = 6 (swag's own path
+#: 0.41-1.75x, noisy), swag's in all at k = 60 and 360; on the flights (``spark_flights.py``,
+#: 3 keys, 4.4 events per key and slice) Spark's at k = 8 (swag 0.59x: the crossover near
+#: k = 13 there). The query's k is all the planner knows: up to 12, Spark's.
 ENGINE_PLAN_MAX_K = 12
 
 #: For benchmarks only, never in production: the environment variable that names paths to
@@ -125,8 +128,8 @@ class QueryPlan:
     presliced: SliceLayout | None
     #: the OVER kernel's plan for finished keys, or ``None``
     over_kernel: OverPlan | None
-    #: the driver's runtime: ``"cross-key"`` or ``"per-key"`` (``"cross-key"`` for a
-    #: finished key means: when it has at least :data:`MIN_BATCH` events)
+    #: the driver's runtime: ``"cross-key"`` or ``"per-key"`` (``"cross-key"`` for finished
+    #: keys means: when a call's keys hold at least :data:`MIN_BATCH` events together)
     runtime: str
     #: the lanes fold raw values with kernels (else one lift per event)
     kernels: bool
@@ -190,8 +193,9 @@ def kernel_mode(query: Query, time_groups: Sequence[Sequence[Any]]) -> list[Kern
 
 
 def use_cross_key(batch_runtime: bool, events: int) -> bool:
-    """Whether a finished key of ``events`` events runs in the cross-key runtime (it pays
-    off from :data:`MIN_BATCH` events; smaller keys take the per-key lanes)."""
+    """Whether finished keys of ``events`` events together (one call) run in the cross-key
+    runtime (it pays off from :data:`MIN_BATCH` events; smaller calls take the per-key
+    lanes)."""
     return batch_runtime and events >= MIN_BATCH
 
 
@@ -241,8 +245,9 @@ def over_kernel(query: Query, facts: EngineFacts,
     missing = [f for f in over.fields if f not in facts.column_fields]
     if missing:
         return None, f"no (field {missing[0]!r} is not a typed number column)"
-    return over, ("yes: each key's frames and aggregates from its columns in NumPy (a key "
-                  "whose values break a kernel rule, e.g. an infinity, takes the driver)")
+    return over, ("yes: the frames and aggregates of a call's finished keys from their "
+                  "columns in NumPy, all keys at once, no frame crossing a key (a call whose "
+                  "values break a kernel rule, e.g. an infinity, takes the driver)")
 
 
 def runtime(facts: EngineFacts, batch_runtime: bool, over: bool = False) -> tuple[str, str]:
@@ -256,11 +261,15 @@ def _runtime(facts: EngineFacts, batch_runtime: bool) -> tuple[str, str]:
     if facts.calls == PER_KEY:
         return "per-key", "per-key lanes (the engine calls the driver one key at a time)"
     if not batch_runtime:
-        return "per-key", ("per-key lanes (the cross-key runtime does not cover this query: "
-                           "it takes one sliding or tumbling window of kernel outputs)")
+        many = (", each of a call's many finished keys in turn" if facts.calls == FINISHED
+                else "")
+        return "per-key", (f"per-key lanes{many} (the cross-key runtime does not cover this "
+                           f"query: it takes one sliding or tumbling window of kernel "
+                           f"outputs)")
     if facts.calls == FINISHED:
-        return "cross-key", (f"cross-key NumPy runtime for keys of at least {MIN_BATCH} "
-                             f"events, per-key lanes for smaller keys")
+        return "cross-key", (f"cross-key NumPy runtime over each call's finished keys "
+                             f"together (many keys per call) when they hold at least "
+                             f"{MIN_BATCH} events, per-key lanes for smaller calls")
     return "cross-key", "cross-key NumPy runtime (many keys per call)"
 
 

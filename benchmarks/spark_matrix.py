@@ -314,6 +314,60 @@ def derived_rule(cells: list[dict[str, Any]]) -> dict[str, Any]:
                               "worst_swag_vs_spark": min(r)} for k, r in sorted(by_k.items())}}
 
 
+def _floor_sides(df: Any) -> dict[str, Any]:
+    """No-op Python functions over ``df`` (``key``, ``ts``, ``v``): one call per key
+    (``groupBy(key).applyInArrow``) against one call per Arrow batch of a partition of keys
+    (``repartition(key).sortWithinPartitions(key, ts).mapInArrow``)."""
+    schema = "n long"
+
+    def per_key(key: Any, table: Any) -> Any:
+        import pyarrow as pa
+
+        return pa.table({"n": pa.array([table.num_rows], pa.int64())})
+
+    def per_batch(batches: Any) -> Any:
+        import pyarrow as pa
+
+        for b in batches:
+            yield pa.RecordBatch.from_pydict({"n": pa.array([b.num_rows], pa.int64())})
+
+    return {"per_key_applyInArrow": df.groupBy("key").applyInArrow(per_key, schema),
+            "per_batch_mapInArrow": df.repartition("key").sortWithinPartitions("key", "ts")
+            .mapInArrow(per_batch, schema)}
+
+
+def floors(sizes: tuple[int, ...] = (30_000, 300_000), keys: int = 10_000,
+           rounds: int = 3) -> dict[str, Any]:
+    """The engine's floors at many small keys: :func:`_floor_sides` on the sliding data of
+    ``keys`` keys, one event per key and slice; medians of ``rounds`` rotating rounds."""
+    from spark_adapter import local_session
+
+    spark = local_session("swag-bench-floors", cores=2, shuffle_partitions=4,
+                          conf={"spark.driver.memory": "4g"})
+    cells = []
+    for events in sizes:
+        df = sliding_data(spark, events, keys, 1)
+        sides = _floor_sides(df)
+        for out in sides.values():
+            timed_noop(out)
+        runs: dict[str, list[float]] = {s: [] for s in sides}
+        names = list(sides)
+        for i in range(rounds):
+            for s in names[i % len(names):] + names[:i % len(names)]:
+                runs[s].append(round(timed_noop(sides[s]), 3))
+        cell: dict[str, Any] = {"keys": keys, "events": events}
+        for s, got in runs.items():
+            cell[f"{s}_round_s"] = got
+            cell[f"{s}_s"] = statistics.median(got)
+        cells.append(cell)
+        print(cell, flush=True)
+        df.unpersist()
+    version = spark.version
+    spark.stop()
+    return {"spark": version, "platform": platform.platform(), "rounds": rounds,
+            "cells": cells}
+
+
 def run(quick: bool = False) -> None:
     """Entry point of ``python -m benchmarks spark_matrix``."""
     payload = measure(20_000 if quick else EVENTS)
@@ -328,7 +382,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keys", default=",".join(map(str, KEYS_FIRST)))
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--floors", action="store_true",
+                        help="only the no-op floors at 10^4 keys (spark_matrix_floors.json)")
     args = parser.parse_args(argv)
+    if args.floors:
+        common.save("spark_matrix_floors", floors(), clock="wall (time.perf_counter)")
+        return
     keys = tuple(int(k) for k in args.keys.split(","))
     payload = measure(keys=keys, earlier=common.load("spark_matrix") if args.resume else None)
     common.save("spark_matrix", payload,
@@ -362,6 +421,22 @@ def _over_rows(cells: list[dict[str, Any]]) -> list[list[object]]:
                      f"{c['swag_eps']:,}", f"{c['swag_vs_best']}x",
                      "yes" if c["same_results"] else "NO"])
     return rows
+
+
+def _floors_line() -> str:
+    """The stored floors (:func:`floors`) as a sentence, or nothing."""
+    stored = common.load("spark_matrix_floors")
+    if stored is None:
+        return ""
+    cells = "; ".join(f"{c['events']:,} events: one call per key (`groupBy(key).applyInArrow`) "
+                      f"{c['per_key_applyInArrow_s']} s, one call per Arrow batch "
+                      f"(`repartition(key).sortWithinPartitions(key, ts).mapInArrow`) "
+                      f"{c['per_batch_mapInArrow_s']} s" for c in stored["cells"])
+    return (f"Floors at {stored['cells'][0]['keys']:,} keys, one event per key and slice, "
+            f"no-op Python functions (medians of {stored['rounds']} rounds; `.venvs/spark/bin/"
+            f"python -m benchmarks.spark_matrix --floors`): {cells}. Spark's per-group cost, "
+            f"not swag's, is what one call per key pays; swag's batch path makes one call per "
+            f"Arrow batch.\n")
 
 
 def markdown(payload: dict[str, Any]) -> str:
@@ -404,6 +479,7 @@ def markdown(payload: dict[str, Any]) -> str:
         f"for a batch sliding query whose outputs are all exact in Spark at k <= "
         f"{ENGINE_PLAN_MAX_K} (`adapters/planning.py`, `ENGINE_PLAN_MAX_K`), and an exact OVER "
         f"query only when the session enables the segment-tree frame.\n",
+        _floors_line(),
         report.goal("every measured cell as planned at least 1x Spark's best plan (a cell "
                     "on Spark's own plan runs that plan: 1x but for noise, "
                     f"{min(on_spark, default=1)}-{max(on_spark, default=1)}x here)",

@@ -230,7 +230,8 @@ def _facts(df: DataFrame, query: Query, value_types: Mapping[str, DataType],
         if len(typed.aggs) < len(query.aggregations):  # an aggregate travels as JSON
             columns = None
     if not df.isStreaming:
-        calls, state = EngineFacts.FINISHED, "none (batch: each key's whole input at once)"
+        calls, state = EngineFacts.FINISHED, ("none (batch: mapInArrow over partitions "
+                                              "sorted by key, many finished keys per call)")
     else:
         calls, state = EngineFacts.MANY_KEYS, f"{key_buckets} key buckets, one state and timer each"
     return EngineFacts("spark", df.isStreaming, calls, state, pair_maps=df.isStreaming,
@@ -575,12 +576,7 @@ def _run(df: DataFrame, call: _Call, watermark: Any, order_by: str | None,
     plan = call.plan
     columns, time, time_type = call.columns, plan.time_name, call.time_type
     if not df.isStreaming:
-        prepared_cols, group_cols = _input_columns(plan, columns, call.time_col, order_by)
-        prepared = df.select(*prepared_cols)
-        if call.slices is not None:
-            prepared = call.slices.frame(prepared, group_cols, order_by is not None)
-        return prepared.groupBy(*group_cols).applyInArrow(make_batch_function(plan),
-                                                          batch_schema(plan))
+        return _run_batch(df, call, order_by)
     source = _watermarked(df, time, time_type, watermark)
     if call.slices is not None:
         prepared = _sliced_stream(source, plan, call.slices, columns, call.time_col, time,
@@ -594,6 +590,21 @@ def _run(df: DataFrame, call: _Call, watermark: Any, order_by: str | None,
         statefulProcessor=make_bucket_processor(plan, key_buckets),
         outputStructType=PACKED_OUT_SCHEMA, outputMode="Append", timeMode="EventTime")
     return wide.mapInArrow(make_unpacker(), batch_schema(plan))
+
+
+def _run_batch(df: DataFrame, call: _Call, order_by: str | None) -> DataFrame:
+    """Batch: the input (or its slice rows) hash-partitioned by key and sorted by key within
+    each partition, through ``mapInArrow``: many finished keys per Python call
+    (:mod:`spark_adapter._batch`). The exchange and sort are those ``groupBy(keys)
+    .applyInArrow`` plans, and a key is a run of rows equal by Spark's ordering (``-0.0``
+    beside ``0.0``, NaN beside NaN), as its groups are; the key's first row names it."""
+    plan = call.plan
+    prepared_cols, group_cols = _input_columns(plan, call.columns, call.time_col, order_by)
+    prepared = df.select(*prepared_cols)
+    if call.slices is not None:
+        prepared = call.slices.frame(prepared, group_cols, order_by is not None)
+    return prepared.repartition(*group_cols).sortWithinPartitions(*group_cols).mapInArrow(
+        make_batch_function(plan), batch_schema(plan))
 
 
 def _sliced_stream(source: DataFrame, plan: Plan, slices: SlicePlan,

@@ -202,9 +202,10 @@ class BatchRuntime:
             self._next_id = 0
             self._clear_arrays()
         else:
-            self._drop_keys([key])
+            self.drop_keys([key])
 
-    def _drop_keys(self, keys: Sequence[Any]) -> None:
+    def drop_keys(self, keys: Sequence[Any]) -> None:
+        """Forget the cached runtimes of ``keys`` (one pass over the arrays)."""
         gone = []
         for key in keys:
             k = self._keys.pop(key, None)
@@ -228,7 +229,7 @@ class BatchRuntime:
             if key in cached:
                 cached.move_to_end(key)
         if len(cached) > bound:
-            self._drop_keys(list(itertools.islice(cached, len(cached) - bound)))
+            self.drop_keys(list(itertools.islice(cached, len(cached) - bound)))
 
     def _key(self, key: Any, state: KeyState, reload: list[tuple[int, LoadedKey | None]]
              ) -> CrossKey:
@@ -312,7 +313,7 @@ class BatchRuntime:
             # raised while loading, before any change to state: every key of the call is
             # dropped from this runtime (the per-key path now runs them; keys taken over
             # earlier in the call rebuild from their state there)
-            self._drop_keys(keys)
+            self.drop_keys(keys)
             return False
         except BaseException:
             self.drop()  # the cache may be half-changed: reload everything from state

@@ -330,14 +330,40 @@ class WindowDriver:
             self.drop_cache(key)
         return out
 
-    def finish_columns(self, times: Any, columns: dict[str, KernelColumn]) -> KernelRows | None:
-        """One key's whole bounded input as NumPy columns (``times`` int64 and the fields
-        of :attr:`QueryPlan.over_kernel`, in input order): its per-event rows by the OVER
-        kernel (:mod:`adapters.engine.over_kernel`), or ``None`` when the query has no
-        kernel or the columns break a kernel rule (then call :meth:`finish`)."""
+    def finish_keys(self, events: Sequence[tuple[Any, Any, Any]]) -> Output:
+        """:meth:`finish` for many keys at once: ``(key, time, value)`` events holding every
+        event of each of their keys (arrival order within a key), released at the end of
+        input. The cross-key runtime takes them all together where
+        :func:`adapters.planning.use_cross_key` allows (one call, however small each key),
+        else each key runs :meth:`finish`; the rows are the same either way."""
+        evs = events if type(events) is list else list(events)
+        if not use_cross_key(self.batch_runtime, len(evs)):
+            out = Output()
+            for key, times, values in _group_each(evs):
+                out.extend(self.finish(key, list(zip(times, values))))
+            return out
+        backend = MemoryStateBackend()  # the cross-key runtime keeps a log (dropped after)
+        keys = list(dict.fromkeys(key for key, _, _ in evs))
+        try:
+            out = self.process_batch(evs, backend)
+            out.extend(self.advance_keys(keys, END_OF_INPUT, backend))
+        finally:  # nothing is kept for a restart: the keys leave the caches, all at once
+            for key in keys:
+                self.key_store.forget(key)
+            if self._batch is not None:
+                self._batch.drop_keys(keys)
+        return out
+
+    def finish_columns(self, times: Any, columns: dict[str, KernelColumn],
+                       ids: Any = None) -> KernelRows | None:
+        """Finished keys' whole bounded input as NumPy columns (``times`` int64 and the
+        fields of :attr:`QueryPlan.over_kernel`, in input order; ``ids``: each row's key as
+        a non-negative int, non-decreasing, or ``None`` for one key): their per-event rows
+        by the OVER kernel (:mod:`adapters.engine.over_kernel`), or ``None`` when the query
+        has no kernel or the columns break a kernel rule (then call :meth:`finish`)."""
         if self._over is None:
             return None
-        return over_rows(self._over, times, columns)
+        return over_rows(self._over, times, columns, ids)
 
     def plan(self, facts: EngineFacts) -> QueryPlan:
         """Which path this driver's query takes on the engine that ``facts`` describe, and

@@ -1,6 +1,7 @@
-"""Per-event windows of a finished key without per-row Python objects, for engines whose
+"""Per-event windows of finished keys without per-row Python objects, for engines whose
 finished keys arrive as Arrow tables of :mod:`adapters.engine.columns` (Spark's
-``applyInArrow``): the key's table in, the driver's OVER kernel
+``mapInArrow`` over partitions sorted by key, :mod:`adapters.engine.finished_keys`): the
+complete keys of a batch in, the driver's OVER kernel
 (:meth:`adapters.WindowDriver.finish_columns`, :mod:`adapters.engine.over_kernel`) on its
 columns as NumPy arrays, Arrow columns out.
 
@@ -9,9 +10,10 @@ the planner checked that the time column travels as epoch ms, and the value colu
 aggregates all travel typed), each aggregated field an integer or floating-point Arrow column.
 Anything else, and any table the kernel refuses (a null time, an infinity, a missing value
 under ``nulls="error"``, a result its output column cannot hold), gives ``None``: the engine
-runs the key through the driver, which reports what it finds. The rows are the driver's: one
-per event, in time order (ties in arrival order, or ``order_by`` order), the event's own
-typed columns, the same aggregate values.
+runs the keys through the driver, which reports what it finds. The rows are the driver's: one
+per event, in time order within its key (ties in arrival order, or ``order_by`` order:
+:mod:`adapters.engine.finished_keys` sorts each key's rows by it), the event's own typed
+columns and key columns, the same aggregate values.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from typing import Any
 from adapters.driver.window_driver import WindowDriver
 from adapters.engine.columns import (
     END_OUT,
+    KEY_IN,
     KEY_OUT,
-    ORDER_IN,
     START_OUT,
     TIME_IN,
     TIME_OUT,
@@ -77,16 +79,14 @@ def arrow_array(values: Any, arrow_type: Any) -> Any:
         return None
 
 
-def over_table(plan: ColumnPlan, over: Any, driver: WindowDriver, schema: Any, key: Any,
-               table: Any) -> Any:
-    """One key's output table (``schema``) from its input ``table``, or ``None`` (then the
-    driver must run the key's events). ``over``: the plan's
-    :attr:`~adapters.QueryPlan.over_kernel`; ``key``: the key as the output's key columns
-    hold it."""
+def over_table(plan: ColumnPlan, over: Any, driver: WindowDriver, schema: Any, table: Any,
+               starts: Any) -> Any:
+    """The output table (``schema``) of the finished keys in ``table`` (each key's rows
+    together, in arrival or ``order_by`` order; ``starts``: the first row of
+    each key, int64), or ``None`` (then the driver must run their events). ``over``: the
+    plan's :attr:`~adapters.QueryPlan.over_kernel`."""
     import pyarrow as pa
 
-    if plan.has_order and table.num_rows > 1:
-        table = table.sort_by([(ORDER_IN, "ascending")])  # as arrow_events: stable, nulls last
     time_col = table.column(TIME_IN)
     if time_col.null_count or not pa.types.is_signed_integer(time_col.type):
         return None
@@ -98,14 +98,19 @@ def over_table(plan: ColumnPlan, over: Any, driver: WindowDriver, schema: Any, k
         if column is None:
             return None
         columns[name] = column
-    found = driver.finish_columns(times, columns)
+    ids = None
+    if len(starts) > 1:
+        ids = np.zeros(len(times), np.int64)
+        ids[starts[1:]] = 1
+        ids = np.cumsum(ids)
+    found = driver.finish_columns(times, columns, ids)
     if found is None:
         return None
-    return _output(plan, over, schema, key, table, found.order, found.times, found.values)
+    return _output(plan, over, schema, table, found.order, found.times, found.values)
 
 
-def _output(plan: ColumnPlan, over: Any, schema: Any, key: Any, table: Any, order: Any,
-            times: Any, aggs: dict[str, Any]) -> Any:
+def _output(plan: ColumnPlan, over: Any, schema: Any, table: Any, order: Any, times: Any,
+            aggs: dict[str, Any]) -> Any:
     """The output table: per event its window index, time, key, typed value columns and
     aggregates (``None`` if an aggregate does not fit its column's type)."""
     import pyarrow as pa
@@ -122,10 +127,8 @@ def _output(plan: ColumnPlan, over: Any, schema: Any, key: Any, table: Any, orde
             arr = pa.nulls(n, f.type)
         elif name == TIME_OUT:
             arr = pa.array(times)
-        elif name.startswith(KEY_OUT):
-            part = key if name == KEY_OUT or len(plan.key_names) == 1 else \
-                key[int(name[len(KEY_OUT):])]
-            arr = pa.array([part], f.type).take(pa.array(np.zeros(n, np.intp)))
+        elif name.startswith(KEY_OUT):  # swag_k<i> in, _swag_k<i> out (or swag_k, _swag_k)
+            arr = table.column(KEY_IN + name[len(KEY_OUT):]).take(take)
         elif name.startswith(TYPED_EVENT_OUT):
             arr = table.column(f"{VALUE_IN}{name[len(TYPED_EVENT_OUT):]}").take(take)
         else:

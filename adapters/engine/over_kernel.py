@@ -1,6 +1,6 @@
-"""The OVER kernel for an engine's finished keys: one key's whole input as number columns in,
-its per-event rows as columns out (:meth:`adapters.WindowDriver.finish_columns`; the kernel
-itself, and what it covers: :mod:`adapters.crosskey.over_runtime`).
+"""The OVER kernel for an engine's finished keys: one or many keys' whole input as number
+columns in, their per-event rows as columns out (:meth:`adapters.WindowDriver.finish_columns`;
+the kernel itself, and what it covers: :mod:`adapters.crosskey.over_runtime`).
 
 An engine turns its columns into :class:`KernelColumn` (values in input order, int64 or
 float64, and a mask of missing values) and gets :class:`KernelRows`: the order of the rows
@@ -37,12 +37,20 @@ class KernelRows(NamedTuple):
     values: dict[str, Values]
 
 
-def over_rows(over: OverPlan, times: Any, columns: Mapping[str, Column]) -> KernelRows | None:
-    """The kernel over one key: ``times`` int64 in input order, ``columns`` the fields of
-    ``over`` in input order (:attr:`OverPlan.fields`); ``None`` if a column breaks a rule."""
-    order = np.argsort(times, kind="stable")
+def over_rows(over: OverPlan, times: Any, columns: Mapping[str, Column],
+              ids: Any = None) -> KernelRows | None:
+    """The kernel over one key or many: ``times`` int64 in input order, ``columns`` the
+    fields of ``over`` in input order (:attr:`OverPlan.fields`), ``ids`` each row's key
+    (non-negative ints, non-decreasing; ``None``: one key); ``None`` if a column breaks a
+    rule. Several keys: the rows come key by key, each key's in time order, and no frame
+    crosses a key (:func:`~adapters.crosskey.over_runtime.frame_bounds`)."""
+    if ids is None:
+        order = np.argsort(times, kind="stable")
+    else:
+        order = np.lexsort((times, ids))  # stable: ties in input order
+        ids = ids[order]
     times = times[order]
-    lo, hi = frame_bounds(times, over.range)
+    lo, hi = frame_bounds(times, over.range, ids)
     sorted_columns = {name: Column(col.data[order],
                                    None if col.missing is None else col.missing[order])
                       for name, col in columns.items()}

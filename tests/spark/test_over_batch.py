@@ -1,7 +1,8 @@
 """Batch per-event windows through the driver's OVER kernel (``adapters.engine.arrow_kernel``,
-``WindowDriver.finish_columns``) without a JVM:
-the grouped function's output table equals the driver path's, column for column (values,
-nulls, NaN, -0.0, types), for long and double columns, ties, nulls and ``order_by``."""
+``WindowDriver.finish_columns``) without a JVM, over the finished keys of each record batch at
+once: the batch function's output over many keys, cut into record batches anywhere, equals
+the driver path's row for row (values, nulls, NaN, -0.0, types), for long and double
+columns, ties, nulls and ``order_by``, and no frame crosses a key."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.types import DoubleType, LongType, StringType
 
-import spark_adapter._batch as batch_module
+import adapters.engine.finished_keys as batch_module
 from adapters import EngineFacts, WindowDriver
 from adapters.engine.columns import Typed
 from adapters.engine.worker import Plan
 from adapters.query.specs import Query
-from spark_adapter._batch import make_batch_function
+from tests.spark.batch_tables import batches_of, run_batches, same
 
 FNS = ("max", "min", "sum", "mean")
 
@@ -38,24 +39,18 @@ def plan_for(fns: list[str], r: int, is_int: bool, has_order: bool) -> Plan:
     return Plan(q, ("k",), "t", None, {}, (), (), has_order, typed, route=route)
 
 
-def run(plan: Plan, table: pa.Table, fast: bool, monkeypatch: Any) -> pa.Table:
+def run(plan: Plan, table: pa.Table, fast: bool, monkeypatch: Any,
+        cuts: list[int] | None = None) -> pa.Table:
     with monkeypatch.context() as m:
         if not fast:
             m.setattr(WindowDriver, "finish_columns", lambda *a: None)
-        fn = make_batch_function(plan)
-    return fn((pa.scalar("key"),), table)
+        return run_batches(plan, batches_of(table, ["swag_k0"], cuts or []))
 
 
-def same(a: pa.Table, b: pa.Table) -> None:
-    assert a.schema == b.schema
-    for name in a.column_names:
-        x, y = a.column(name).to_pylist(), b.column(name).to_pylist()
-        assert repr(x) == repr(y), name
-
-
-def table_of(times: list[int], xs: list[Any], is_int: bool, orders: list[Any]) -> pa.Table:
+def table_of(times: list[int], xs: list[Any], is_int: bool, orders: list[Any],
+             keys: list[str] | None = None) -> pa.Table:
     return pa.table({"swag_t": pa.array(times, pa.int64()),
-                     "swag_k0": pa.array(["key"] * len(times)),
+                     "swag_k0": pa.array(keys or ["key"] * len(times)),
                      "swag_v0": pa.array(xs, pa.int64() if is_int else pa.float64()),
                      "swag_o": pa.array(orders, pa.int64())})
 
@@ -72,14 +67,16 @@ def patch() -> Any:
 def test_kernel_table_equals_the_driver_table(patch: Any, data: Any, r: int, fns: list[str],
                                               is_int: bool, has_order: bool) -> None:
     n = data.draw(st.integers(1, 40))
+    keys = data.draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=n, max_size=n))
+    cuts = data.draw(st.lists(st.integers(0, n), max_size=4))
     times = data.draw(st.lists(st.integers(0, 25), min_size=n, max_size=n))
     values = st.integers(-2**40, 2**40) if is_int else (
         st.floats(allow_infinity=False) | st.sampled_from([0.0, -0.0]))
     xs = data.draw(st.lists(values | st.none(), min_size=n, max_size=n))
     orders = data.draw(st.lists(st.integers(0, 5) | st.none(), min_size=n, max_size=n))
     plan = plan_for(fns, r, is_int, has_order)
-    table = table_of(times, xs, is_int, orders)
-    same(run(plan, table, True, patch), run(plan, table, False, patch))
+    table = table_of(times, xs, is_int, orders, keys)
+    same(run(plan, table, True, patch, cuts), run(plan, table, False, patch))
 
 
 def test_the_kernel_runs_and_refusals_fall_back(monkeypatch: Any) -> None:
@@ -112,5 +109,5 @@ def test_no_kernel_without_one_in_the_plan(monkeypatch: Any) -> None:
                                                            EngineFacts.FINISHED))
     assert plan.route.over_kernel is None
     table = table_of([1, 2, 5], [3, 1, 2], True, [0, 0, 0])
-    out = make_batch_function(plan)((pa.scalar("key"),), table)
+    out = run_batches(plan, batches_of(table, ["swag_k0"], []))
     assert not calls and out.column("_swag_a0").to_pylist() == [3, 3, 2]

@@ -61,7 +61,7 @@ def _rows_fed(out: DataFrame) -> int:
     plan = out._jdf.queryExecution().executedPlan()
     if plan.nodeName() == "AdaptiveSparkPlan":
         plan = plan.executedPlan()
-    agg = _find(_find(plan, "FlatMapGroupsInArrow"), "HashAggregate")
+    agg = _find(_find(plan, "MapInArrow"), "HashAggregate")
     return agg.metrics().apply("numOutputRows").value()
 
 

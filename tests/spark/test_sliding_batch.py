@@ -1,7 +1,9 @@
 """Batch sliding windows that are not pre-sliced (e.g. a ``mean`` of a double column) run
-the cross-key runtime (:mod:`adapters.crosskey.batch_runtime`) over each key's whole input,
-without a JVM: the grouped function's output table equals the per-key path's, column for
-column (values, nulls, NaN, -0.0, types), and the runtime did run for covered tables."""
+the cross-key runtime (:mod:`adapters.crosskey.batch_runtime`) over the finished keys of each
+record batch at once, without a JVM: the batch function's output over many keys, cut into
+record batches anywhere (a key carried from one batch into the next), equals the per-key
+path's row for row (values, nulls, NaN, -0.0, types), and the runtime did run for covered
+tables."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from adapters.driver.window_driver import WindowDriver
 from adapters.engine.columns import Typed
 from adapters.engine.worker import Plan
 from adapters.query.specs import Query
-from spark_adapter._batch import make_batch_function
+from tests.spark.batch_tables import batches_of, run_batches, same
 
 FNS = ("count", "max", "min", "sum", "mean")
 
@@ -36,25 +38,20 @@ def plan_for(fns: list[str], r: int, s: int, is_int: bool, has_order: bool) -> P
     return Plan(q, ("k",), "t", None, {}, (), (), has_order, typed)
 
 
-def table_of(times: list[int], xs: list[Any], is_int: bool, orders: list[Any]) -> pa.Table:
+def table_of(times: list[int], xs: list[Any], is_int: bool, orders: list[Any],
+             keys: list[str] | None = None) -> pa.Table:
     return pa.table({"swag_t": pa.array(times, pa.int64()),
-                     "swag_k0": pa.array(["key"] * len(times)),
+                     "swag_k0": pa.array(keys or ["key"] * len(times)),
                      "swag_v0": pa.array(xs, pa.int64() if is_int else pa.float64()),
                      "swag_o": pa.array(orders, pa.int64())})
 
 
-def run(plan: Plan, table: pa.Table, cross_key: bool, patch: Any) -> pa.Table:
+def run(plan: Plan, table: pa.Table, cross_key: bool, patch: Any,
+        cuts: list[int] | None = None) -> pa.Table:
     with patch.context() as m:
         if not cross_key:
             m.setattr(WindowDriver, "batch_runtime", property(lambda self: False))
-        return make_batch_function(plan)((pa.scalar("key"),), table)
-
-
-def same(a: pa.Table, b: pa.Table) -> None:
-    assert a.schema == b.schema
-    for name in a.column_names:
-        x, y = a.column(name).to_pylist(), b.column(name).to_pylist()
-        assert repr(x) == repr(y), name
+        return run_batches(plan, batches_of(table, ["swag_k0"], cuts or []))
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +81,9 @@ def test_cross_key_table_equals_the_per_key_table(patch: Any, data: Any, r: int,
                                                   fns: list[str], is_int: bool,
                                                   has_order: bool) -> None:
     n = data.draw(st.integers(MIN_BATCH - 4, MIN_BATCH + 60))
+    keys = data.draw(st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), min_size=n,
+                              max_size=n))
+    cuts = data.draw(st.lists(st.integers(0, n), max_size=4))
     times = data.draw(st.lists(st.integers(-20, 60), min_size=n, max_size=n))
     values = st.integers(-2**40, 2**40) if is_int else (
         st.floats(allow_infinity=False, allow_nan=False, min_value=-1e300, max_value=1e300)
@@ -93,8 +93,8 @@ def test_cross_key_table_equals_the_per_key_table(patch: Any, data: Any, r: int,
     xs = data.draw(st.lists(values, min_size=n, max_size=n))
     orders = data.draw(st.lists(st.integers(0, 5) | st.none(), min_size=n, max_size=n))
     plan = plan_for(fns, max(r, s), s, is_int, has_order)
-    table = table_of(times, xs, is_int, orders)
-    same(run(plan, table, True, patch), run(plan, table, False, patch))
+    table = table_of(times, xs, is_int, orders, keys)
+    same(run(plan, table, True, patch, cuts), run(plan, table, False, patch))
 
 
 def test_the_runtime_runs_and_refusals_fall_back(patch: Any, ran: list[bool]) -> None:
