@@ -363,3 +363,50 @@ def test_a_buckets_columns_give_the_rows_of_its_events(steps, float_values):
         assert sorted(map(_late, outs[0].late)) == sorted(map(_late, outs[1].late))
         wm = clock - 20 + step
     assert taken or all(len(e) < 64 or null for e, _, _, null in steps)
+
+
+def test_a_buckets_columns_of_two_fields_give_the_rows_of_its_events():
+    """Two value fields (a long and a double): the columns give what the tuples give, and
+    read as the same tuples; a non-finite double sends the batch row by row."""
+    import math
+
+    import pyarrow as pa
+
+    from adapters.crosskey.columnar import ArrowEvents
+    from adapters.engine.bucket_rows import bucket_events
+
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+        return (r["key"], r["window"], r.get("end"), r["mx"], r["s"])
+
+    query = Query.build([{"kind": "sliding", "range": 40, "slide": 10}],
+                        {"mx": {"fn": "max", "field": "v"}, "s": {"fn": "sum", "field": "x"}},
+                        0, None, "skip")
+    plan = replace(TYPED_PLAN, query=query,
+                   typed=Typed(keys=None, values=(("v", "long"), ("x", "double")), aggs=()))
+    rng = random.Random(5)
+    columnar, tuples = WindowDriver(query, max_cached_keys=2), WindowDriver(query)
+    states = [(FakeValue([]), FakeList([])) for _ in range(2)]
+    for call in range(6):
+        evs = [(rng.choice("abc"), call * 10 + rng.randrange(30), rng.choice([BIG, -3, 7]),
+                rng.choice([0.5, -0.0, 1e300])) for _ in range(100)]
+        if call == 3:
+            evs[5] = (*evs[5][:3], math.inf)
+        table = pa.table({"swag_k": [f'{{"k":"{k}"}}' for k, _, _, _ in evs],
+                          "swag_t": pa.array([t for _, t, _, _ in evs], pa.int64()),
+                          "swag_v0": pa.array([v for _, _, v, _ in evs], pa.int64()),
+                          "swag_v1": pa.array([x for _, _, _, x in evs], pa.float64())})
+        ids: dict[Any, bytes] = {}
+        got = bucket_events(plan, table, ids, {})
+        want = [(k, t, {"v": v, "x": x}) for k, t, v, x in evs]
+        assert isinstance(got, ArrowEvents) and list(got) == want
+        cols = columnar._columnar.read(got)
+        assert (cols is None) == (call == 3)
+        if cols is not None:
+            assert cols.order == ("v", "x") and cols.ints == (True, False)
+        outs = []
+        for drv, batch, (meta, log) in ((columnar, got, states[0]), (tuples, want, states[1])):
+            backend = BucketBackend(meta, log, 16, dict(ids), lambda text: decode_key(plan, text))
+            outs.append(run_bucket(drv, backend, batch, call * 10 - 15 if call else None))
+            backend.flush()
+        assert sorted(map(key, outs[0].rows)) == sorted(map(key, outs[1].rows))
+        assert len(outs[0].late) == len(outs[1].late)
