@@ -132,7 +132,7 @@ def floor(df: Any, workload: str) -> Any:
     from adapters.engine.packed import make_packer
     from spark_adapter import api
     from spark_adapter._buckets import BUCKET_IN
-    from spark_adapter._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA
+    from spark_adapter._packed import PACKED_IN_SCHEMA
 
     # the adapter's own column builders, so the floor follows any change of its layout
     types = api._columns(df)
@@ -145,7 +145,7 @@ def floor(df: Any, workload: str) -> Any:
     packed = prepared.mapInArrow(make_packer(BUCKET_IN, api._large_var_types(df)),
                                  PACKED_IN_SCHEMA)
     return packed.groupBy(BUCKET_IN).transformWithStateInPandas(
-        statefulProcessor=_noop_processor(), outputStructType=PACKED_OUT_SCHEMA,
+        statefulProcessor=_noop_processor(), outputStructType="swag_p binary",
         outputMode="Append", timeMode="EventTime")
 
 

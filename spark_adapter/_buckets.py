@@ -41,7 +41,7 @@ from typing import Any
 from adapters.engine.bucket_rows import bucket_columns, bucket_events
 from adapters.engine.buckets import BucketBackend, BucketPairs, run_bucket
 from adapters.engine.columns import decode_key
-from adapters.engine.packed import packed_frame, unpack_frames
+from adapters.engine.packed import arrow_frame, unpack_frames
 from adapters.engine.timers import rearm
 from adapters.engine.worker import Plan, driver_entry
 
@@ -84,7 +84,7 @@ class BucketProcessor:
         ids: dict[Hashable, bytes] = {}
         texts: dict[int, str] = {}
         table = unpack_frames(frames) if frames is not None else None
-        events = bucket_events(self.plan, table, ids, texts) if table is not None else []
+        events = bucket_events(self.plan, table, ids, texts) if table is not None else ()
         if self.pairs is not None:
             self.pairs.bind(self.pair_state)
         backend = BucketBackend(self.meta, self.log, self.buckets, ids,
@@ -96,8 +96,8 @@ class BucketProcessor:
         self._arm(backend)
         backend.flush()
         cols = bucket_columns(self.plan, out, backend.ids, texts)
-        if cols is not None:  # the call's output as one packed row
-            yield packed_frame(arrow_table(self.plan, self.schema, cols))
+        if cols is not None:  # the call's output rows, Arrow-backed
+            yield arrow_frame(arrow_table(self.plan, self.schema, cols))
 
     def _arm(self, backend: BucketBackend) -> None:
         """One timer per bucket: the earliest of its keys' timers."""

@@ -11,13 +11,15 @@ rows with their exact types (``swag_k`` key JSON, ``swag_t``, the typed value co
 ``swag_t`` the slice start and the typed partial columns). The processor decodes
 the streams (the packing and both stages: :mod:`adapters.engine.packed`).
 
-The way out is the same in reverse: a bucket's call returns its whole output as one row
-``swag_p`` (an IPC stream of :func:`spark_adapter._runtime.batch_schema`'s typed columns,
-built as in batch mode), and a ``mapInArrow`` after the operator unpacks it.
+The way out needs no packing: the worker converts the frames the processor returns with
+Arrow column by column, so a bucket's call returns its output rows in
+:func:`spark_adapter._runtime.batch_schema`'s typed columns (built as in batch mode) as a
+pandas frame of Arrow-backed columns, taken back exactly as they are
+(:func:`adapters.engine.packed.arrow_frame`). (Returning them as one packed row, unpacked by
+a ``mapInArrow`` after the operator, cost that stage's Python worker on every task.)
 """
 
 from adapters.engine.packed import PACKED
 
-#: Spark's schemas of the packed rows into and out of the operator
+#: Spark's schema of the packed rows into the operator
 PACKED_IN_SCHEMA = f"swag_b int, {PACKED} binary"
-PACKED_OUT_SCHEMA = f"{PACKED} binary"

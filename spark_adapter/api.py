@@ -46,7 +46,7 @@ from adapters.engine.columns import (
     json_fixer,
 )
 from adapters.engine.fields import call_fields, shipped_fields
-from adapters.engine.packed import make_packer, make_unpacker
+from adapters.engine.packed import make_packer
 from adapters.engine.rows import OutputColumns, input_source, output_columns
 from adapters.engine.worker import Plan
 from adapters.query.specs import AggSpec, parse_query
@@ -63,7 +63,7 @@ from . import _types as T
 from ._batch import make_batch_function
 from ._buckets import BUCKET_IN, make_bucket_processor
 from ._engine_plan import own_plan_rows, with_own_plan
-from ._packed import PACKED_IN_SCHEMA, PACKED_OUT_SCHEMA
+from ._packed import PACKED_IN_SCHEMA
 from ._presliced import SlicePlan, grouping_block, null_times_checked, slice_kinds
 from ._runtime import batch_schema
 from .session import ROCKSDB
@@ -583,13 +583,12 @@ def _run(df: DataFrame, call: _Call, watermark: Any, order_by: str | None,
                                   time_type, order_by)
     else:
         prepared = source.select(*_input_columns(plan, columns, call.time_col, order_by)[0])
-    # one row per bucket and Arrow batch in, one per bucket's call out (spark_adapter._packed)
+    # one row per bucket and Arrow batch in (spark_adapter._packed); the rows out as they are
     packed = prepared.withColumn(BUCKET_IN, bucket_column(key_buckets)).mapInArrow(
         make_packer(BUCKET_IN, _large_var_types(df)), PACKED_IN_SCHEMA)
-    wide = packed.groupBy(BUCKET_IN).transformWithStateInPandas(
+    return packed.groupBy(BUCKET_IN).transformWithStateInPandas(
         statefulProcessor=make_bucket_processor(plan, key_buckets),
-        outputStructType=PACKED_OUT_SCHEMA, outputMode="Append", timeMode="EventTime")
-    return wide.mapInArrow(make_unpacker(), batch_schema(plan))
+        outputStructType=batch_schema(plan), outputMode="Append", timeMode="EventTime")
 
 
 def _run_batch(df: DataFrame, call: _Call, order_by: str | None) -> DataFrame:

@@ -17,7 +17,7 @@ cache; :func:`key_time_order` then orders a batch by key and time for the runtim
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from adapters.driver.intake import Intake
@@ -97,6 +97,68 @@ def key_time_order(codes: Any, times: Any) -> Any:
     return by_time[np.argsort(small[by_time], kind="stable")]
 
 
+class ArrowEvents(Sequence[tuple[Any, Any, dict[str, Any]]]):
+    """A batch of ``(key, time, {field: value, ...})`` events held as columns: what an engine
+    that receives its events as Arrow columns hands :meth:`adapters.WindowDriver.
+    process_batch` (:func:`adapters.engine.bucket_rows.bucket_events`), so that
+    :meth:`ColumnarIntake.read` takes the columns as they are instead of reading one Python
+    tuple per event. The events themselves are made only if a path asks for them (the
+    general per-key path, a late event's value), each exactly as the engine's row decoding
+    would make it.
+
+    Args:
+        keys: the distinct driver keys, in order of first appearance.
+        codes: per event, the index of its key in ``keys`` (a NumPy integer array).
+        times: the events' times (int64 array, no nulls).
+        names: the value fields, in the order of every event's dict.
+        values: per field, its values (an int64 array if ``ints`` says so, else float64).
+        ints: per field, whether its values are Python ints (else floats).
+        rows: makes the events as Python tuples (called at most once).
+    """
+
+    def __init__(self, keys: list[Any], codes: Any, times: Any, names: tuple[str, ...],
+                 values: list[Any], ints: tuple[bool, ...],
+                 rows: Any) -> None:
+        self.keys, self.codes, self.times = keys, codes, times
+        self.names, self.values, self.ints = names, values, ints
+        self._rows = rows
+        self._events: list[tuple[Any, Any, dict[str, Any]]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def _made(self) -> list[tuple[Any, Any, dict[str, Any]]]:
+        if self._events is None:
+            self._events = self._rows()
+        return self._events
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._made()[i]
+
+    def __iter__(self) -> Iterator[tuple[Any, Any, dict[str, Any]]]:
+        return iter(self._made())
+
+    def columns(self, fields: tuple[str, ...]) -> BatchColumns | None:
+        """:meth:`ColumnarIntake.read`'s columns of ``fields`` (one field: as
+        :meth:`ColumnarIntake.read_python` makes them, several: as
+        :meth:`ColumnarIntake.read_fields`), or ``None`` where those return ``None``."""
+        if len(self) < MIN_BATCH or len(self.names) != len(fields) or \
+                set(self.names) != set(fields):
+            return None  # small, or dicts with other fields
+        if not all(i or np.isfinite(x).all() for i, x in zip(self.ints, self.values)):
+            return None
+        if len(fields) == 1:
+            return BatchColumns(self.keys, self.codes, self.times, self.values[0], self,
+                                (), (self.ints[0],))
+        if encode_float_records_segment(self.names, 2, b"", [[] if i else b""
+                                                             for i in self.ints]) is None:
+            return None
+        at_of = {f: i for i, f in enumerate(self.names)}
+        return BatchColumns(self.keys, self.codes, self.times,
+                            [self.values[at_of[f]] for f in fields], self, self.names,
+                            tuple(self.ints[at_of[f]] for f in fields))
+
+
 class ColumnarIntake:
     """Reads a batch into :class:`BatchColumns` (see the module docstring).
 
@@ -133,6 +195,8 @@ class ColumnarIntake:
         Python reader decides (:meth:`read_python`): the same columns either way."""
         if len(events) < MIN_BATCH:
             return None
+        if type(events) is ArrowEvents:
+            return events.columns(self.fields)
         if len(self.fields) > 1:
             return self.read_fields(events)
         reader = compiled_reader
@@ -241,5 +305,5 @@ class ColumnarIntake:
                             order, tuple(bool(kinds[at_of[f]]) for f in fields))
 
 
-__all__ = ["MIN_BATCH", "BatchColumns", "ColumnarIntake", "compiled_reader",
+__all__ = ["MIN_BATCH", "ArrowEvents", "BatchColumns", "ColumnarIntake", "compiled_reader",
            "key_time_order"]

@@ -269,7 +269,8 @@ class WindowDriver:
         keys are processed together (:mod:`adapters.crosskey.batch_runtime`), with the same results.
         """
         backend = backend if backend is not None else self.backend
-        if type(events) is not list and type(events) is not tuple:
+        if type(events) is not list and type(events) is not tuple and \
+                not isinstance(events, Sequence):  # (a sequence: e.g. columns, kept as such)
             events = list(events)
         out = Output()
         if watermark is not None and type(watermark) is not int:

@@ -5,14 +5,16 @@ as one set of output columns. Spark's bucket layout: ``spark_adapter._buckets``.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+from adapters.crosskey.columnar import MIN_BATCH, ArrowEvents
 from adapters.driver.results import Output
 from adapters.engine.columns import (
     KEY_IN,
     ORDER_IN,
     TIME_IN,
+    VALUE_IN,
     arrow_values,
     decode_key,
     order_key,
@@ -20,20 +22,78 @@ from adapters.engine.columns import (
 )
 from adapters.engine.worker import Plan
 
+try:  # optional: without NumPy every bucket's events are read row by row
+    import numpy as np
+except ImportError:  # pragma: no cover
+    np = None  # type: ignore[assignment]
+
 
 def bucket_events(plan: Plan, table: Any, ids: dict[Hashable, bytes],
-                  texts: dict[int, str]) -> list[tuple[Any, Any, Any]]:
+                  texts: dict[int, str]) -> Sequence[tuple[Any, Any, Any]]:
     """``(key, time, value)`` events of a bucket's input ``table``, each key's in arrival
     order (or ``swag_o`` order, nulls last); ``ids`` receives each key's id (its JSON text),
     ``texts`` the JSON texts of the values (:func:`adapters.engine.columns.json_values`).
     Pre-sliced (``plan.slices``): one event per key and slice, at the slice's start, whose
-    value holds the partials."""
+    value holds the partials. Numbers without nulls in arrival order come as columns
+    (:class:`~adapters.crosskey.columnar.ArrowEvents`: the cross-key runtime takes them as
+    they are; any other path reads them as the same tuples)."""
+    if plan.slices is None and not plan.has_order and not plan.json_values:
+        columnar = _arrow_events(plan, table, ids, texts)
+        if columnar is not None:
+            return columnar
     keys = _keys(plan, table.column(KEY_IN).to_pylist(), ids)
     times = table.column(TIME_IN).to_pylist()
     if plan.slices is not None:
         return list(zip(keys, times, plan.slices.table_values(table, keys)))
     return _events(keys, times, arrow_values(plan, table, texts),
                    table.column(ORDER_IN).to_pylist() if plan.has_order else None)
+
+
+def _numeric(column: Any) -> bool | None:
+    """Whether an Arrow column's values are Python ints (a signed integer type), floats
+    (a floating type), or ``None``: another type, or nulls."""
+    import pyarrow as pa
+
+    t = column.type
+    if column.null_count:
+        return None
+    if pa.types.is_signed_integer(t):
+        return True
+    return False if pa.types.is_floating(t) else None
+
+
+def _arrow_events(plan: Plan, table: Any, ids: dict[Hashable, bytes],
+                  texts: dict[int, str]) -> ArrowEvents | None:
+    """The events of a bucket's ``table`` as columns (:class:`~adapters.crosskey.columnar.
+    ArrowEvents`) when every value column holds numbers without nulls and the times are
+    integers without nulls; else ``None`` (the events are read row by row)."""
+    if np is None or table.num_rows < MIN_BATCH:
+        return None
+    names = tuple(name for name, _ in plan.typed.values)
+    value_columns = [table.column(f"{VALUE_IN}{i}") for i in range(len(names))]
+    kinds = [_numeric(c) for c in value_columns]
+    time_column = table.column(TIME_IN)
+    if not names or None in kinds or _numeric(time_column) is not True:
+        return None
+    encoded = table.column(KEY_IN).combine_chunks().dictionary_encode()
+    first_seen = _keys(plan, encoded.dictionary.to_pylist(), ids)
+    try:
+        if len(set(first_seen)) != len(first_seen):
+            return None  # two texts of one driver key: read row by row
+    except TypeError:
+        return None
+    code_type = np.int16 if len(first_seen) < 2**15 else np.intp
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(code_type)
+    ints = tuple(bool(k) for k in kinds)
+    values = [c.to_numpy().astype(np.int64 if i else np.float64)
+              for c, i in zip(value_columns, ints)]
+    times = time_column.to_numpy().astype(np.int64)
+
+    def rows() -> list[tuple[Any, Any, Any]]:
+        keys = [first_seen[c] for c in codes.tolist()]
+        return _events(keys, time_column.to_pylist(), arrow_values(plan, table, texts), None)
+
+    return ArrowEvents(first_seen, codes, times, names, values, ints, rows)
 
 
 def _keys(plan: Plan, texts: list[str], ids: dict[Hashable, bytes]) -> list[Any]:

@@ -225,7 +225,7 @@ class KeyPairs:
 
 
 def run_bucket(driver: WindowDriver, backend: BucketBackend,
-               events: list[tuple[Any, Any, Any]], watermark: int | None,
+               events: Sequence[tuple[Any, Any, Any]], watermark: int | None,
                slices: SliceLayout | None = None) -> Output:
     """The driver over a bucket's events, then its other keys whose timers are due.
 

@@ -3,9 +3,11 @@ Arrow IPC stream per group, and back. For an engine whose Python operator costs 
 row whatever the row holds (Spark's ``transformWithStateInPandas`` builds a pandas namedtuple
 per input row): one row per group and batch crosses instead, with the rows' exact Arrow
 types inside (no 64-bit integer rounded, null and NaN kept apart). The stages around such an
-operator (:func:`make_packer`, :func:`make_unpacker`) map iterators of Arrow record batches
-(Spark's ``mapInArrow``); the operator reads and returns pandas frames of packed rows
-(:func:`unpack_frames`, :func:`packed_frame`). Spark's use: ``spark_adapter._packed``."""
+operator (:func:`make_packer`) maps iterators of Arrow record batches (Spark's
+``mapInArrow``); the operator reads pandas frames of packed rows (:func:`unpack_frames`) and
+returns its output as a pandas frame of Arrow-backed columns (:func:`arrow_frame`), which
+the engine's conversion back to Arrow takes as they are. Spark's use:
+``spark_adapter._packed``."""
 
 from __future__ import annotations
 
@@ -87,23 +89,16 @@ def unpack_frames(frames: Any) -> Any:
     return unpack(blob for pdf in frames for blob in pdf[PACKED].tolist())
 
 
-def packed_frame(table: Any) -> Any:
-    """An operator call's output table as the one-row pandas frame it returns."""
+def arrow_frame(table: Any) -> Any:
+    """An operator call's output table as the pandas frame it returns: each column Arrow-backed
+    (``pandas.ArrowDtype``, no copy into NumPy), so the engine's pandas-to-Arrow conversion
+    (PySpark's ``PandasToArrowConversion``: ``__arrow_array__``, no null mask) takes the
+    Arrow arrays back as they are, with their exact values (nulls, NaN, -0.0, 64-bit
+    integers), in one row per output row, without a stage after the operator."""
     import pandas as pd
 
-    return pd.DataFrame({PACKED: [to_ipc(table)]})
+    return table.to_pandas(types_mapper=pd.ArrowDtype)
 
 
-def make_unpacker() -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The stage after the operator: each packed row's record batches."""
-
-    def swag_unpack(batches: Iterator[Any]) -> Iterator[Any]:
-        for batch in batches:
-            for blob in batch.column(0).to_pylist():
-                yield from from_ipc(blob).to_batches()
-
-    return swag_unpack
-
-
-__all__ = ["PACKED", "from_ipc", "make_packer", "make_unpacker", "pack_batch", "packed_frame",
+__all__ = ["PACKED", "arrow_frame", "from_ipc", "make_packer", "pack_batch",
            "to_ipc", "unpack", "unpack_frames"]

@@ -299,3 +299,114 @@ def test_a_checkpoint_of_another_bucket_count_fails_clearly(spark, tmp_path):
     rows = {(r["key"], r["window_start"].minute, r["mx"])
             for r in spark.read.parquet(out).collect()}
     assert rows == {("a", 55, 1), ("a", 0, 1), ("b", 55, 2), ("b", 0, 2)}
+
+
+#: the typed transport of the packed rows: ``v`` a long column (``swag_v0``)
+TYPED_PLAN = replace(PLAN, json_values=(), json_aggs=(),
+                     typed=Typed(keys=None, values=(("v", "long"),), aggs=()))
+BIG = 2**62 + 1  # not exact as a float
+
+
+def _bucket_table(events: list[tuple[str, int, Any]], float_values: bool) -> Any:
+    import pyarrow as pa
+
+    return pa.table({"swag_k": [f'{{"k":"{k}"}}' for k, _, _ in events],
+                     "swag_t": pa.array([t for _, t, _ in events], pa.int64()),
+                     "swag_v0": pa.array([v for _, _, v in events],
+                                         pa.float64() if float_values else pa.int64())})
+
+
+column_event = st.tuples(st.sampled_from("abcd"), st.integers(0, 30),
+                         st.sampled_from([0, -3, 7, BIG, -BIG]))
+calls_of_columns = st.lists(st.tuples(
+    st.one_of(st.lists(column_event, max_size=8),
+              st.lists(column_event, min_size=64, max_size=150)),
+    st.integers(0, 12),  # watermark step
+    st.booleans(),       # another worker served the bucket before (cache dropped)
+    st.booleans()),      # a null value (the events are read row by row)
+    min_size=1, max_size=8)
+
+
+@settings(deadline=None, max_examples=40)
+@given(steps=calls_of_columns, float_values=st.booleans())
+def test_a_buckets_columns_give_the_rows_of_its_events(steps, float_values):
+    """A bucket's Arrow rows handed to the driver as columns (``bucket_events`` of numbers
+    without nulls, 64 rows or more: :class:`ArrowEvents`) give the rows and late events of
+    the same events as Python tuples, through rebuilds; they read as the same tuples."""
+    from adapters.crosskey.columnar import ArrowEvents
+    from adapters.engine.bucket_rows import bucket_events
+
+    columnar, tuples = WindowDriver(QUERY, max_cached_keys=4), WindowDriver(QUERY)
+    states = [(FakeValue([]), FakeList([])) for _ in range(2)]
+    wm, clock, taken = None, 0, 0
+    for events, step, dropped, null in steps:
+        clock += 10
+        evs = [(k, clock + t, float(v) if float_values else v) for k, t, v in events]
+        if null and evs:
+            evs[-1] = (*evs[-1][:2], None)
+        ids: dict[Any, bytes] = {}
+        got = bucket_events(TYPED_PLAN, _bucket_table(evs, float_values), ids, {})
+        want = [(k, t, {"v": v}) for k, t, v in evs]
+        assert isinstance(got, ArrowEvents) == (len(evs) >= 64 and None not in
+                                                [v for _, _, v in evs])
+        taken += isinstance(got, ArrowEvents)
+        assert list(got) == want
+        if dropped:
+            columnar.drop_cache()
+        outs = []
+        for drv, batch, (meta, log) in ((columnar, got, states[0]), (tuples, want, states[1])):
+            backend = BucketBackend(meta, log, 16, dict(ids),
+                                    lambda text: decode_key(PLAN, text))
+            outs.append(run_bucket(drv, backend, batch, wm))
+            backend.flush()
+        assert sorted(map(_row, outs[0].rows)) == sorted(map(_row, outs[1].rows))
+        assert sorted(map(_late, outs[0].late)) == sorted(map(_late, outs[1].late))
+        wm = clock - 20 + step
+    assert taken or all(len(e) < 64 or null for e, _, _, null in steps)
+
+
+def test_a_buckets_columns_of_two_fields_give_the_rows_of_its_events():
+    """Two value fields (a long and a double): the columns give what the tuples give, and
+    read as the same tuples; a non-finite double sends the batch row by row."""
+    import math
+
+    import pyarrow as pa
+
+    from adapters.crosskey.columnar import ArrowEvents
+    from adapters.engine.bucket_rows import bucket_events
+
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+        return (r["key"], r["window"], r.get("end"), r["mx"], r["s"])
+
+    query = Query.build([{"kind": "sliding", "range": 40, "slide": 10}],
+                        {"mx": {"fn": "max", "field": "v"}, "s": {"fn": "sum", "field": "x"}},
+                        0, None, "skip")
+    plan = replace(TYPED_PLAN, query=query,
+                   typed=Typed(keys=None, values=(("v", "long"), ("x", "double")), aggs=()))
+    rng = random.Random(5)
+    columnar, tuples = WindowDriver(query, max_cached_keys=2), WindowDriver(query)
+    states = [(FakeValue([]), FakeList([])) for _ in range(2)]
+    for call in range(6):
+        evs = [(rng.choice("abc"), call * 10 + rng.randrange(30), rng.choice([BIG, -3, 7]),
+                rng.choice([0.5, -0.0, 1e300])) for _ in range(100)]
+        if call == 3:
+            evs[5] = (*evs[5][:3], math.inf)
+        table = pa.table({"swag_k": [f'{{"k":"{k}"}}' for k, _, _, _ in evs],
+                          "swag_t": pa.array([t for _, t, _, _ in evs], pa.int64()),
+                          "swag_v0": pa.array([v for _, _, v, _ in evs], pa.int64()),
+                          "swag_v1": pa.array([x for _, _, _, x in evs], pa.float64())})
+        ids: dict[Any, bytes] = {}
+        got = bucket_events(plan, table, ids, {})
+        want = [(k, t, {"v": v, "x": x}) for k, t, v, x in evs]
+        assert isinstance(got, ArrowEvents) and list(got) == want
+        cols = columnar._columnar.read(got)
+        assert (cols is None) == (call == 3)
+        if cols is not None:
+            assert cols.order == ("v", "x") and cols.ints == (True, False)
+        outs = []
+        for drv, batch, (meta, log) in ((columnar, got, states[0]), (tuples, want, states[1])):
+            backend = BucketBackend(meta, log, 16, dict(ids), lambda text: decode_key(plan, text))
+            outs.append(run_bucket(drv, backend, batch, call * 10 - 15 if call else None))
+            backend.flush()
+        assert sorted(map(key, outs[0].rows)) == sorted(map(key, outs[1].rows))
+        assert len(outs[0].late) == len(outs[1].late)
