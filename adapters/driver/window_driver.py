@@ -44,7 +44,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from adapters.crosskey.batch_runtime import BatchRuntime
-from adapters.crosskey.columnar import ColumnarIntake
+from adapters.crosskey.columnar import ArrowEvents, ColumnarIntake
 from adapters.crosskey.over_runtime import over_outputs
 from adapters.driver.intake import Accepted, Intake, PolicyMeasure
 from adapters.driver.key_runtime import KeyRuntime
@@ -269,8 +269,7 @@ class WindowDriver:
         keys are processed together (:mod:`adapters.crosskey.batch_runtime`), with the same results.
         """
         backend = backend if backend is not None else self.backend
-        if type(events) is not list and type(events) is not tuple and \
-                not isinstance(events, Sequence):  # (a sequence: e.g. columns, kept as such)
+        if not isinstance(events, Sequence):  # (a sequence, e.g. of columns, stays so)
             events = list(events)
         out = Output()
         if watermark is not None and type(watermark) is not int:
@@ -337,14 +336,15 @@ class WindowDriver:
         input. The cross-key runtime takes them all together where
         :func:`adapters.planning.use_cross_key` allows (one call, however small each key),
         else each key runs :meth:`finish`; the rows are the same either way."""
-        evs = events if type(events) is list else list(events)
+        evs = events if isinstance(events, Sequence) else list(events)  # (columns stay so)
         if not use_cross_key(self.batch_runtime, len(evs)):
             out = Output()
             for key, times, values in _group_each(evs):
                 out.extend(self.finish(key, list(zip(times, values))))
             return out
         backend = MemoryStateBackend()  # the cross-key runtime keeps a log (dropped after)
-        keys = list(dict.fromkeys(key for key, _, _ in evs))
+        keys = (list(evs.keys) if isinstance(evs, ArrowEvents)
+                else list(dict.fromkeys(key for key, _, _ in evs)))
         try:
             out = self.process_batch(evs, backend)
             out.extend(self.advance_keys(keys, END_OF_INPUT, backend))

@@ -5,7 +5,7 @@ as one set of output columns. Spark's bucket layout: ``spark_adapter._buckets``.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from adapters.crosskey.columnar import MIN_BATCH, ArrowEvents
@@ -64,9 +64,29 @@ def _numeric(column: Any) -> bool | None:
 
 def _arrow_events(plan: Plan, table: Any, ids: dict[Hashable, bytes],
                   texts: dict[int, str]) -> ArrowEvents | None:
-    """The events of a bucket's ``table`` as columns (:class:`~adapters.crosskey.columnar.
-    ArrowEvents`) when every value column holds numbers without nulls and the times are
-    integers without nulls; else ``None`` (the events are read row by row)."""
+    """The events of a bucket's ``table`` as columns (:func:`columnar_events`), its keys
+    the distinct JSON texts of ``swag_k`` in order of first appearance; else ``None``."""
+    if np is None or table.num_rows < MIN_BATCH:
+        return None
+    encoded = table.column(KEY_IN).combine_chunks().dictionary_encode()
+    first_seen = _keys(plan, encoded.dictionary.to_pylist(), ids)
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+
+    def rows() -> list[tuple[Any, Any, Any]]:
+        keys = [first_seen[c] for c in codes.tolist()]
+        return _events(keys, table.column(TIME_IN).to_pylist(),
+                       arrow_values(plan, table, texts), None)
+
+    return columnar_events(plan, table, first_seen, codes, rows)
+
+
+def columnar_events(plan: Plan, table: Any, keys: list[Any], codes: Any,
+                    rows: Callable[[], list[tuple[Any, Any, Any]]]) -> ArrowEvents | None:
+    """The events of ``table`` (each row's key: ``keys[codes[row]]``, ``keys`` distinct) as
+    columns (:class:`~adapters.crosskey.columnar.ArrowEvents`), which the cross-key
+    runtime takes as they are, when every value column holds numbers without nulls and the
+    times are integers without nulls; else ``None`` (read ``rows()`` instead). ``rows``
+    makes the same events as Python tuples, for any path that asks for them."""
     if np is None or table.num_rows < MIN_BATCH:
         return None
     names = tuple(name for name, _ in plan.typed.values)
@@ -75,25 +95,17 @@ def _arrow_events(plan: Plan, table: Any, ids: dict[Hashable, bytes],
     time_column = table.column(TIME_IN)
     if not names or None in kinds or _numeric(time_column) is not True:
         return None
-    encoded = table.column(KEY_IN).combine_chunks().dictionary_encode()
-    first_seen = _keys(plan, encoded.dictionary.to_pylist(), ids)
     try:
-        if len(set(first_seen)) != len(first_seen):
+        if len(set(keys)) != len(keys):
             return None  # two texts of one driver key: read row by row
     except TypeError:
         return None
-    code_type = np.int16 if len(first_seen) < 2**15 else np.intp
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(code_type)
+    code_type = np.int16 if len(keys) < 2**15 else np.intp
     ints = tuple(bool(k) for k in kinds)
     values = [c.to_numpy().astype(np.int64 if i else np.float64)
               for c, i in zip(value_columns, ints)]
-    times = time_column.to_numpy().astype(np.int64)
-
-    def rows() -> list[tuple[Any, Any, Any]]:
-        keys = [first_seen[c] for c in codes.tolist()]
-        return _events(keys, time_column.to_pylist(), arrow_values(plan, table, texts), None)
-
-    return ArrowEvents(first_seen, codes, times, names, values, ints, rows)
+    return ArrowEvents(keys, np.asarray(codes).astype(code_type), time_column.to_numpy()
+                       .astype(np.int64), names, values, ints, rows)
 
 
 def _keys(plan: Plan, texts: list[str], ids: dict[Hashable, bytes]) -> list[Any]:

@@ -16,13 +16,14 @@ they are sorted here, stably, nulls last); the columns are :mod:`adapters.engine
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, repeat
 from typing import Any
 
 from adapters.driver.results import Output
 from adapters.driver.window_driver import WindowDriver
 from adapters.engine.arrow_kernel import over_table
+from adapters.engine.bucket_rows import columnar_events
 from adapters.engine.columns import (
     KEY_IN,
     KEY_OUT,
@@ -140,17 +141,25 @@ def finished_table(plan: Plan, driver: WindowDriver, schema: Any, table: Any, st
         if fast is not None:
             return fast
     dkeys, okeys = _keys(plan, table, starts)
-    lengths = np.diff(np.append(starts, table.num_rows)).tolist()
-    row_keys = list(chain.from_iterable(map(repeat, dkeys, lengths)))
+    lengths = np.diff(np.append(starts, table.num_rows))
     texts: dict[int, str] = {}
-    times = table.column(TIME_IN).to_pylist()
-    if plan.slices is None:
-        values = arrow_values(plan, table, texts)
-    else:
-        if None in times:  # raises the event path's error, naming the key
-            parse_time(None, row_keys[times.index(None)], plan.time_name)
-        values = plan.slices.table_values(table, row_keys)
-    out = driver.finish_keys(list(zip(row_keys, times, values)))
+
+    def rows() -> list[tuple[Any, Any, Any]]:
+        row_keys = list(chain.from_iterable(map(repeat, dkeys, lengths.tolist())))
+        times = table.column(TIME_IN).to_pylist()
+        if plan.slices is None:
+            values = arrow_values(plan, table, texts)
+        else:
+            if None in times:  # raises the event path's error, naming the key
+                parse_time(None, row_keys[times.index(None)], plan.time_name)
+            values = plan.slices.table_values(table, row_keys)
+        return list(zip(row_keys, times, values))
+
+    events: Sequence[tuple[Any, Any, Any]] | None = None
+    if plan.slices is None and not plan.has_order and not plan.json_values:
+        codes = np.repeat(np.arange(len(dkeys)), lengths)
+        events = columnar_events(plan, table, dkeys, codes, rows)
+    out = driver.finish_keys(rows() if events is None else events)
     cols = _keyed_columns(plan, out, dict(zip(dkeys, okeys)), texts)
     return None if cols is None else to_table(cols)
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from adapters import WindowDriver
 from adapters.crosskey.batch_runtime import BatchRuntime
-from adapters.crosskey.columnar import MIN_BATCH
+from adapters.crosskey.columnar import MIN_BATCH, ArrowEvents
 
 from .util import assert_same_rows
 
@@ -78,3 +78,31 @@ def test_the_cross_key_runtime_takes_a_call_of_small_keys(monkeypatch: Any) -> N
     evs = [(k, t, {"v": float(k * t)}) for k in range(MIN_BATCH) for t in (1, 7)]
     rows = driver.finish_keys(evs).rows
     assert calls == [True] and len(rows) == 2 * MIN_BATCH
+
+
+@settings(max_examples=30, deadline=None)
+@given(events(floats=True, least=MIN_BATCH))
+def test_columns_in_give_the_rows_of_tuples_without_making_them(
+        evs: list[tuple[Any, int, dict[str, Any]]]) -> None:
+    """Finished keys handed over as columns (:class:`ArrowEvents`, the Spark batch path's
+    numeric events) give the rows of the same events as tuples, and the cross-key runtime
+    reads the columns: the tuples are never made."""
+    import numpy as np
+
+    query = {"windows": [{"kind": "sliding", "range": 6, "slide": 2}],
+             "aggregations": {"m": {"fn": "mean", "field": "v"}, "n": {"fn": "count"}}}
+    ordered = sorted(evs, key=lambda e: str(e[0]))  # each key's events together, in order
+    keys = list(dict.fromkeys(k for k, _, _ in ordered))
+    made: list[bool] = []
+
+    def rows() -> list[tuple[Any, int, dict[str, Any]]]:
+        made.append(True)
+        return [(k, t, {"v": v["v"]}) for k, t, v in ordered]
+
+    columns = ArrowEvents(keys, np.array([keys.index(k) for k, _, _ in ordered], np.int16),
+                          np.array([t for _, t, _ in ordered], np.int64), ("v",),
+                          [np.array([v["v"] for _, _, v in ordered], np.float64)], (False,),
+                          rows)
+    got = WindowDriver(query).finish_keys(columns).rows
+    assert not made
+    assert_same_rows(got, WindowDriver(query).finish_keys(rows()).rows)
