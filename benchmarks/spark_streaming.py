@@ -11,12 +11,14 @@ files_per_trigger`` (the same micro-batches), watermark 10 seconds, ``availableN
 trigger, append mode, into a Parquet file sink. R = 1 hour and S = 1 h, 10 min, 1 min,
 10 s (k = R/S = 1, 6, 60, 360). Workloads: (a) ``count`` and ``max`` of ``v``; (b)
 ``mean`` of ``x``. The timed part is the whole query (start to termination, including
-Spark's planning and the Python workers' start-up: what a user waits for); both sides
-alternate per cell. The two outputs are then read back and compared row by row (keys,
-window bounds, counts and maxima equal; means within 1e-9 relative: Spark's ``avg`` sums
-doubles left to right while swag's mean is exactly rounded). The *floor* (:func:`floor`,
-once per workload) is swag's streaming layout with a processor that does nothing: what any
-design on Spark's Python stateful operator pays before its own work.
+Spark's planning and the Python workers' start-up: what a user waits for); the sides
+alternate per cell, after a warm-up over the whole input (:func:`measure`). The two outputs
+are then read back and compared row by row (keys, window bounds, counts and maxima equal;
+means within 1e-9 relative: Spark's ``avg`` sums doubles left to right while swag's mean is
+exactly rounded). The *floor* (:func:`floor`, once per workload) is swag's streaming
+layout with a processor that does nothing: what any design on Spark's Python stateful
+operator pays before its own work; the *state floor* is the floor storing its input in
+state, as a processor that survives a restart must.
 
 Run: ``.venvs/spark/bin/python -m benchmarks spark_streaming`` (``--quick``: 10^5 events),
 or ``.venvs/spark/bin/python -m benchmarks.spark_streaming [--events N] [--slides 1h,1m]
@@ -119,13 +121,18 @@ def swag(df: Any, slide_ms: int, workload: str, extra: dict[str, Any] | None = N
                              **{**SWAG_OPTIONS, **(extra or {})})
 
 
-def floor(df: Any, workload: str) -> Any:
+def floor(df: Any, workload: str, stores: bool = False) -> Any:
     """swag's streaming layout with nothing inside: the same watermark, key JSON text, bucket
     column, packing ``mapInArrow`` and ``transformWithStateInPandas`` over the buckets with
     the bucket layout's two state variables, but a processor that reads its rows and
     returns nothing (no driver, no state read or write, no timers, no output stage). What
     any swag streaming query over this source costs before its own work: Spark's Python
-    stateful operator, per micro-batch and partition."""
+    stateful operator, per micro-batch and partition.
+
+    ``stores`` (the *state floor*): the processor also keeps what it was given, as a
+    restartable processor must: per call one read of the value state, one append of the
+    call's packed rows to the list state and one write of the value state (a call count).
+    No timer and no output."""
     from pyspark.sql import functions as F
 
     from adapters.engine.columns import KEY_IN, TIME_IN, VALUE_IN
@@ -145,25 +152,30 @@ def floor(df: Any, workload: str) -> Any:
     packed = prepared.mapInArrow(make_packer(BUCKET_IN, api._large_var_types(df)),
                                  PACKED_IN_SCHEMA)
     return packed.groupBy(BUCKET_IN).transformWithStateInPandas(
-        statefulProcessor=_noop_processor(), outputStructType="swag_p binary",
+        statefulProcessor=_noop_processor(stores), outputStructType="swag_p binary",
         outputMode="Append", timeMode="EventTime")
 
 
-def _noop_processor() -> Any:
+def _noop_processor(stores: bool = False) -> Any:
     """The floor's processor (a class made in a function: pickled by value, so the Python
-    workers need not import this module)."""
+    workers need not import this module); ``stores``: the state floor's (:func:`floor`)."""
     from pyspark.sql.streaming import StatefulProcessor
 
+    from adapters.engine.packed import PACKED
     from spark_adapter._buckets import BLOG_SCHEMA, BLOG_STATE, BMETA_SCHEMA, BMETA_STATE
 
     class NoopProcessor(StatefulProcessor):
         def init(self, handle: Any) -> None:
-            handle.getValueState(BMETA_STATE, BMETA_SCHEMA)
-            handle.getListState(BLOG_STATE, BLOG_SCHEMA)
+            self.meta = handle.getValueState(BMETA_STATE, BMETA_SCHEMA)
+            self.log = handle.getListState(BLOG_STATE, BLOG_SCHEMA)
 
         def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
-            for _ in rows:
-                pass
+            packed = [blob for frame in rows for blob in frame[PACKED].tolist()]
+            if stores:
+                row = self.meta.get()
+                calls = 0 if row is None else int.from_bytes(bytes(row[0]), "big")
+                self.log.appendList([(b"", b"".join(packed))])
+                self.meta.update(((calls + 1).to_bytes(8, "big"),))
             return iter(())
 
         def close(self) -> None:
@@ -223,7 +235,14 @@ def compare(spark: Any, a: str, b: str, workload: str) -> tuple[bool, int, int]:
 
 
 def measure(events: int, keys: int, per_file: int, files_per_trigger: int,
-            slides: list[str], workloads: list[str], sides: list[str]) -> dict[str, Any]:
+            slides: list[str], workloads: list[str], sides: list[str],
+            rounds: int = 2) -> dict[str, Any]:
+    """Every cell's sides ``rounds`` times, the order reversed every other round (the JVM
+    still speeds up over the first minutes: the side that runs first would pay for it);
+    walls and CPU seconds are medians, each round's wall is kept. The JVM and the Python
+    workers are warmed up on the whole input first (every side once, untimed)."""
+    import statistics
+
     from spark_adapter import local_session
 
     # a loaded machine can keep a new Python worker from connecting back within the
@@ -235,7 +254,11 @@ def measure(events: int, keys: int, per_file: int, files_per_trigger: int,
     tmp = tempfile.mkdtemp(prefix="swag-stream-bench-")
     data = os.path.join(tmp, "in")
     files = write_files(data, events, keys, per_file)
-    _warm_up(spark, tmp, keys)
+    for side in sides:  # warm-up: each side once over the whole input, not timed
+        out = os.path.join(tmp, f"warm_{side}")
+        query = _query(side, source(spark, data, files_per_trigger), "10m", "a")
+        if query is not None:
+            timed_query(query, out, out + "_ckpt")
     results = []
     first = next(s for s, _ in SLIDES if s in slides)
     for workload in workloads:
@@ -244,31 +267,34 @@ def measure(events: int, keys: int, per_file: int, files_per_trigger: int,
                 continue
             r: dict[str, Any] = {"workload": workload, "slide": slide,
                                  "k": RANGE_MS // slide_ms, "events": events, "keys": keys,
-                                 "files": files, "files_per_trigger": files_per_trigger}
+                                 "files": files, "files_per_trigger": files_per_trigger,
+                                 "rounds": rounds}
+            # the floors do not depend on the slide: once per workload
+            cell = [side for side in sides if slide == first or "floor" not in side]
+            runs: dict[str, list[tuple[float, Any, int, float]]] = {side: [] for side in cell}
             outs = {}
-            for side in sides:  # alternate: native then swag in each cell
-                out = os.path.join(tmp, f"{side}_{workload}_{slide}")
-                df = source(spark, data, files_per_trigger)
-                if side == "floor":
-                    if slide != first:
-                        continue  # the floor does not depend on the slide: once per workload
-                    query = floor(df, workload)
-                elif side == "native":
-                    query = native(df, slide, workload)
-                elif side == "sliced" and workload != "a":
-                    continue  # a mean of a double column cannot be pre-sliced (exact sums)
-                else:
-                    query = swag(df, slide_ms, workload,
-                                 {"presliced": True} if side == "sliced" else {})
-                wall, cpu, batches, planning = timed_query(query, out, out + "_ckpt")
-                outs[side] = out
+            for i in range(rounds):
+                for side in cell if i % 2 == 0 else cell[::-1]:
+                    out = os.path.join(tmp, f"{side}_{workload}_{slide}_{i}")
+                    query = _query(side, source(spark, data, files_per_trigger), slide,
+                                   workload)
+                    if query is None:
+                        continue
+                    runs[side].append(timed_query(query, out, out + "_ckpt"))
+                    outs.setdefault(side, out)
+            for side, got in runs.items():
+                if not got:
+                    continue
+                wall = statistics.median(w for w, _, _, _ in got)
                 r[f"{side}_s"] = round(wall, 2)
-                r[f"{side}_planning_s"] = round(planning, 2)
+                r[f"{side}_round_s"] = [round(w, 2) for w, _, _, _ in got]
+                r[f"{side}_planning_s"] = round(statistics.median(p for *_, p in got), 2)
                 r[f"{side}_eps"] = round(events / wall)
-                r[f"{side}_batches"] = batches
-                if cpu is not None:
-                    r[f"{side}_cpu_jvm_s"], r[f"{side}_cpu_python_s"] = (round(x, 2)
-                                                                           for x in cpu)
+                r[f"{side}_batches"] = got[0][2]
+                cpus = [c for _, c, _, _ in got if c is not None]
+                if cpus:
+                    r[f"{side}_cpu_jvm_s"] = round(statistics.median(c[0] for c in cpus), 2)
+                    r[f"{side}_cpu_python_s"] = round(statistics.median(c[1] for c in cpus), 2)
             if "native" in outs and "swag" in outs:
                 ok, na, ns = compare(spark, outs["native"], outs["swag"], workload)
                 r.update(same_results=ok, windows=ns, native_windows=na,
@@ -283,7 +309,21 @@ def measure(events: int, keys: int, per_file: int, files_per_trigger: int,
     version = spark.version
     spark.stop()
     shutil.rmtree(tmp, ignore_errors=True)
-    return {"spark": version, "load_average_at_start": round(load, 2), "results": results}
+    return {"spark": version, "load_average_at_start": round(load, 2), "rounds": rounds,
+            "results": results}
+
+
+def _query(side: str, df: Any, slide: str, workload: str) -> Any:
+    """The streaming query of ``side`` over ``df`` (``None``: the side does not run this
+    workload: a mean of a double column cannot be pre-sliced)."""
+    if side in ("floor", "state_floor"):
+        return floor(df, workload, stores=side == "state_floor")
+    if side == "native":
+        return native(df, slide, workload)
+    if side == "sliced" and workload != "a":
+        return None
+    return swag(df, dict(SLIDES)[slide], workload, {"presliced": True} if side == "sliced"
+                else {})
 
 
 def measure_without(path: str, events: int, keys: int, per_file: int,
@@ -370,6 +410,10 @@ def plot(results: list[dict[str, Any]], path: str) -> None:
         if floors:  # measured once per workload: it does not depend on k
             ax.axhline(floors[0], color="grey", linestyle="--",
                        label="floor: swag's layout, no-op processor")
+        stored = [r["state_floor_eps"] for r in rs if "state_floor_eps" in r]
+        if stored:
+            ax.axhline(stored[0], color="grey", linestyle=":",
+                       label="state floor: the floor storing its input")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xticks(ks)
@@ -392,7 +436,7 @@ def run(quick: bool = False) -> None:
 
     events = 100_000 if quick else 1_000_000
     payload = measure(events, 100, events // 100, 5, [s for s, _ in SLIDES], ["a", "b"],
-                      ["native", "swag", "floor"])
+                      ["native", "swag", "floor", "state_floor"])
     _store(payload, "spark_streaming")
 
 
@@ -422,19 +466,28 @@ def table(results: list[dict[str, Any]]) -> str:
 
 
 def floor_table(results: list[dict[str, Any]]) -> str:
-    """The floor side (``--sides ...,floor``: :func:`floor`, once per workload) against the
-    native query and swag of the same cell."""
+    """The floors (``--sides ...,floor,state_floor``: :func:`floor`, once per workload, in
+    its k = 1 row) against swag at every k of the workload; the floors' CPU in their own
+    row."""
     from benchmarks import report
 
+    floors = {r["workload"]: r for r in results if "floor_eps" in r}
+    rows = []
+    for r in results:
+        f = floors.get(r["workload"])
+        if f is None:
+            continue
+        own = r is f
+        rows.append([r["workload"], r["slide"], r["k"], f"{r.get('native_eps', 0):,}",
+                     f"{f['floor_eps']:,}", f"{f.get('state_floor_eps', 0):,}",
+                     f"{r.get('swag_eps', 0):,}", _ratio(r.get("swag_eps"), f["floor_eps"]),
+                     _ratio(r.get("swag_eps"), f.get("state_floor_eps")),
+                     cpu_cell(r, "floor") if own else "",
+                     cpu_cell(r, "state_floor") if own else "", cpu_cell(r, "swag")])
     return report.table(
-        ["workload", "S", "k", "native (events/s)", "floor (events/s)", "floor / native",
-         "swag (events/s)", "swag / floor", "CPU s native", "CPU s floor (JVM + Python)",
-         "CPU s swag (JVM + Python)"],
-        [[r["workload"], r["slide"], r["k"], f"{r.get('native_eps', 0):,}",
-          f"{r['floor_eps']:,}", _ratio(r["floor_eps"], r.get("native_eps")),
-          f"{r.get('swag_eps', 0):,}", _ratio(r.get("swag_eps"), r["floor_eps"]),
-          cpu_cell(r, "native"), cpu_cell(r, "floor"), cpu_cell(r, "swag")]
-         for r in results if "floor_eps" in r])
+        ["workload", "S", "k", "native (events/s)", "floor (events/s)",
+         "state floor (events/s)", "swag (events/s)", "swag / floor", "swag / state floor",
+         "CPU s floor (JVM + Python)", "CPU s state floor", "CPU s swag"], rows)
 
 
 def _ratio(a: float | None, b: float | None) -> str:
@@ -471,11 +524,14 @@ def markdown(payload: dict[str, Any]) -> str:
         f"({r0['events'] / r0['keys'] / 1e4:g} events per second per key), in "
         f"{r0['files']} Parquet files read {r0['files_per_trigger']} per "
         f"micro-batch by every side; watermark 10 s, R = 1 hour; (a) count + max of a long "
-        f"column, (b) mean of a double column. Each cell runs the queries (native, then swag's "
-        f"default path, then, where recorded, `presliced=True`) one after the other to the "
-        f"end of the input (`availableNow`, append mode, Parquet sink); "
-        f"events/s are from the wall time of the whole query, the CPU columns are the JVM's "
-        f"and the Python workers' CPU seconds. Rows are compared after each cell. Run: "
+        f"column, (b) mean of a double column. After a warm-up (every side once over the "
+        f"whole input, untimed: the JVM keeps speeding up for minutes), each cell runs its "
+        f"queries (native, swag's default path and, where recorded, the floors and "
+        f"`presliced=True`) {payload.get('rounds', 1)} times, the order reversed every other "
+        f"round, each to the end of the input (`availableNow`, append mode, Parquet sink); "
+        f"events/s are from the median wall time of the whole query, the CPU columns are the "
+        f"JVM's and the Python workers' median CPU seconds. Rows are compared after each "
+        f"cell. Run: "
         f"`.venvs/spark/bin/python -m benchmarks spark_streaming`.\n",
         table(results),
         "![Spark streaming](img/spark_streaming.png)\n",
@@ -519,9 +575,19 @@ def _floor_text(results: list[dict[str, Any]]) -> str:
             f"{plan('floor')} for the floor, {plan('swag')} for swag); the rest is per task "
             f"(each of the {cells[0].get('floor_batches', '?')} micro-batches runs one per "
             f"state partition: the processor's `init` with a JVM round trip per state "
-            f"variable, the Arrow round trip, the state store commit). What swag can still "
-            f"cut is the gap between the floor and its own path "
-            f"(the `swag / floor` column).\n")
+            f"variable, the Arrow round trip, the state store commit). The **state floor** "
+            f"(`--sides state_floor`) is the floor that also keeps what it is given, as a "
+            f"processor that survives a restart must: per call one read of the value state, "
+            f"one append of the call's packed rows to the list state, one write of the value "
+            f"state (no timer, no output){_stored(cells)}. What swag can still cut is the gap "
+            f"between the state floor and its own path (the `swag / state floor` column).\n")
+
+
+def _stored(cells: list[dict[str, Any]]) -> str:
+    """The state floor against the floor, if measured."""
+    pairs = [f"{r['state_floor_eps'] / r['floor_eps']:.2f}x ({r['workload']})"
+             for r in cells if "state_floor_eps" in r]
+    return f": {', '.join(pairs)} of the floor's events/s" if pairs else ""
 
 
 def _where_time_goes(results: list[dict[str, Any]]) -> list[str]:
@@ -586,7 +652,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads", default="a,b")
     parser.add_argument("--sides", default="native,swag",
                         help="native, swag (its default path), sliced (presliced=True), "
-                             "floor (swag's layout with a no-op processor, once per workload)")
+                             "floor (swag's layout with a no-op processor, once per workload), "
+                             "state_floor (the floor storing its input in state)")
     parser.add_argument("--key-buckets", default=None, type=int,
                         help="sliding_aggregate's key_buckets")
     parser.add_argument("--presliced", default=None, choices=["auto", "true", "false"],
@@ -596,7 +663,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--algorithm", default=None, help="sliding_aggregate's algorithm")
     parser.add_argument("--without", default=None, choices=["kernels"],
                         help="swag against itself with this path off (one workload)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of --without")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="rounds per cell (default 2), or of --without (default 3)")
     args = parser.parse_args(argv)
     if args.algorithm is not None:
         SWAG_OPTIONS["algorithm"] = args.algorithm
@@ -608,7 +676,7 @@ def main(argv: list[str] | None = None) -> int:
         payload = measure_without(args.without, args.events, args.keys,
                                   max(1, args.events // args.files), args.files_per_trigger,
                                   args.slides.split(","), args.workloads.split(",")[0],
-                                  args.rounds)
+                                  args.rounds or 3)
         payload["command"] = ".venvs/spark/bin/python -m benchmarks.spark_streaming " + \
             " ".join(argv if argv is not None else sys.argv[1:])
         from benchmarks import common
@@ -619,7 +687,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if all(r["same"] for r in payload["results"]) else 1
     payload = measure(args.events, args.keys, max(1, args.events // args.files),
                       args.files_per_trigger, args.slides.split(","),
-                      args.workloads.split(","), args.sides.split(","))
+                      args.workloads.split(","), args.sides.split(","), args.rounds or 2)
     if args.out:
         _store(payload, args.out)
     else:
