@@ -237,10 +237,9 @@ def compare(spark: Any, a: str, b: str, workload: str) -> tuple[bool, int, int]:
 def measure(events: int, keys: int, per_file: int, files_per_trigger: int,
             slides: list[str], workloads: list[str], sides: list[str],
             rounds: int = 2, partitions: int = 4) -> dict[str, Any]:
-    """Every cell's sides ``rounds`` times, the order reversed every other round (the JVM
-    still speeds up over the first minutes: the side that runs first would pay for it);
-    walls and CPU seconds are medians, each round's wall is kept. The JVM and the Python
-    workers are warmed up on the whole input first (every side once, untimed).
+    """Every cell's sides ``rounds`` times after a warm-up (:func:`_warm_up`), the order
+    reversed every other round; walls and CPU seconds are medians, each round's wall is
+    kept.
     ``partitions``: the shuffle partitions, hence the state partitions of every side."""
     import statistics
 
@@ -255,11 +254,7 @@ def measure(events: int, keys: int, per_file: int, files_per_trigger: int,
     tmp = tempfile.mkdtemp(prefix="swag-stream-bench-")
     data = os.path.join(tmp, "in")
     files = write_files(data, events, keys, per_file)
-    for side in sides:  # warm-up: each side once over the whole input, not timed
-        out = os.path.join(tmp, f"warm_{side}")
-        query = _query(side, source(spark, data, files_per_trigger), "10m", "a")
-        if query is not None:
-            timed_query(query, out, out + "_ckpt")
+    _warm_up(spark, tmp, data, files_per_trigger, sides)
     results = []
     first = next(s for s, _ in SLIDES if s in slides)
     for workload in workloads:
@@ -345,7 +340,7 @@ def measure_without(path: str, events: int, keys: int, per_file: int,
     tmp = tempfile.mkdtemp(prefix="swag-stream-without-")
     data = os.path.join(tmp, "in")
     write_files(data, events, keys, per_file)
-    _warm_up(spark, tmp, keys)
+    _warm_up(spark, tmp, data, files_per_trigger, ["swag"])
     results = []
     for slide, slide_ms in [(s, ms) for s, ms in SLIDES if s in slides]:
         runs: dict[str, list[tuple[float, float | None]]] = {"with": [], "without": []}
@@ -382,15 +377,16 @@ def measure_without(path: str, events: int, keys: int, per_file: int,
             "load_average_at_end": round(os.getloadavg()[0], 2), "results": results}
 
 
-def _warm_up(spark: Any, tmp: str, keys: int) -> None:
-    """Both sides once on a small input (JVM JIT, Python workers), not timed."""
-    data = os.path.join(tmp, "warm")
-    write_files(data, 20_000, keys, 5_000, seed=1)
-    for side in ("native", "swag"):
+def _warm_up(spark: Any, tmp: str, data: str, files_per_trigger: int,
+             sides: list[str]) -> None:
+    """Each side once over the whole input, not timed: the JVM keeps speeding up for
+    minutes (in one process a no-op floor took 15.6 s in its first full run, 9.9 s in its
+    third), so the side that ran first would pay for it."""
+    for side in sides:
         out = os.path.join(tmp, f"warm_{side}")
-        q = (native(source(spark, data, 2), "10m", "a") if side == "native"
-             else swag(source(spark, data, 2), 600_000, "a"))
-        timed_query(q, out, out + "_ckpt")
+        query = _query(side, source(spark, data, files_per_trigger), "10m", "a")
+        if query is not None:
+            timed_query(query, out, out + "_ckpt")
 
 
 def plot(results: list[dict[str, Any]], path: str) -> None:
