@@ -28,7 +28,8 @@ from adapters.engine.rows import OutputColumns
 from adapters.engine.worker import Plan
 from adapters.query.specs import AggSpec, OverWindow, SlidingWindow
 
-from ._presliced import grouping_block, null_times_checked
+from ._presliced import null_times_checked, time_block
+from ._types import FLOATING, grouping_key
 
 #: the names of Spark's own plans in ``explain`` and the planner's facts
 OWN_PLAN = "Spark's window() groupBy"
@@ -52,7 +53,7 @@ def with_own_plan(df: DataFrame, facts: EngineFacts, key_types: Sequence[DataTyp
     elif output_types:
         block = "output_types= overrides an output's type"
     else:
-        block = grouping_block(key_types, time_is_string)
+        block = time_block(time_is_string)
         if block is None and key_types is None:
             block = "a key column is not a scalar"
     tree = str(df.sparkSession.conf.get(SEGMENT_TREE, "false")).lower() == "true"
@@ -70,8 +71,11 @@ def own_plan_rows(df: DataFrame, plan: Plan, time_type: DataType,
     ``pyspark.sql.Observation`` observes ``late_events`` (0) and ``rows`` as swag's path
     does)."""
     checked = null_times_checked(df, plan)
+    types = {f.name: f.dataType for f in df.schema.fields}
+    # a floating key's -0.0 is 0.0, as swag's path keys it (an OVER row keeps its own)
     sources: dict[tuple[str, str], Column] = {
-        ("key", "" if len(plan.key_names) == 1 else str(i)): F.col(k)
+        ("key", "" if len(plan.key_names) == 1 else str(i)):
+            grouping_key(F.col(k)).cast(types[k]) if isinstance(types[k], FLOATING) else F.col(k)
         for i, k in enumerate(plan.key_names)}
     window = plan.query.windows[0]
     aggs = [_aggregate(a) for a in plan.query.aggregations]

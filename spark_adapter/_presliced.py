@@ -86,16 +86,14 @@ def slice_kinds(value_types: Mapping[str, DataType]) -> dict[str, str]:
     return kinds
 
 
-def grouping_block(key_types: Sequence[DataType] | None, time_is_string: bool) -> str | None:
+def time_block(time_is_string: bool) -> str | None:
     """Why Spark's own aggregation ahead of the driver (pre-slicing) or instead of it
     (:mod:`spark_adapter._engine_plan`) cannot give the event path's rows for this call's
-    columns (``key_types``: the key columns Spark would group by, ``None`` for JSON text);
-    ``None``: it can."""
+    time column; ``None``: it can. (Floating keys can: Spark's grouping turns a ``-0.0`` key
+    into ``0.0`` and merges NaN keys, as the event path's keys are,
+    :func:`spark_adapter._types.grouping_key`.)"""
     if time_is_string:
         return "the time column is a string (Spark and the driver parse it differently)"
-    if key_types is not None and any(isinstance(t, FLOATING) for t in key_types):
-        return ("a key column is floating (Spark's grouping turns a -0.0 key into 0.0 and "
-                "merges NaN keys)")
     return None
 
 
@@ -230,4 +228,4 @@ def _shown(col: Column, dt: DataType) -> Column:
     return F.coalesce(text, F.lit("None"))
 
 
-__all__ = ["SlicePlan", "grouping_block", "null_times_checked", "slice_kinds"]
+__all__ = ["SlicePlan", "null_times_checked", "slice_kinds", "time_block"]

@@ -83,24 +83,35 @@ def is_native(dt: DataType) -> bool:
     return isinstance(dt, NATIVE)
 
 
-def to_json_column(col: Column, dt: DataType) -> Column:
+def to_json_column(col: Column, dt: DataType, key: bool = False) -> Column:
     """``col`` (of type ``dt``) converted to its :func:`json_type` form. Floats (32-bit)
     become doubles first, so that Python sees their exact value (``to_json`` would write the
     shortest decimal of the float, ``0.1``, which parses to another double than the float's
-    ``0.10000000149011612``; Spark's own ``sum`` and ``avg`` widen exactly)."""
+    ``0.10000000149011612``; Spark's own ``sum`` and ``avg`` widen exactly). A ``key`` column's
+    floating values, nested ones too, have ``-0.0`` turned into ``0.0``
+    (:func:`grouping_key`)."""
     if isinstance(dt, TimestampType):
         return F.unix_micros(col)
     if isinstance(dt, DateType):
         return F.unix_date(col)
+    if isinstance(dt, FLOATING) and key:
+        return grouping_key(col.cast(DoubleType()))
     if isinstance(dt, FloatType):
         return col.cast(DoubleType())
-    if isinstance(dt, ArrayType) and _needs_conversion(dt.elementType, floats=True):
-        return F.transform(col, lambda x: to_json_column(x, dt.elementType))
-    if isinstance(dt, StructType) and _needs_conversion(dt, floats=True):
+    if isinstance(dt, ArrayType) and _needs_conversion(dt.elementType, True, key):
+        return F.transform(col, lambda x: to_json_column(x, dt.elementType, key))
+    if isinstance(dt, StructType) and _needs_conversion(dt, True, key):
         return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*[
-            to_json_column(col.getField(f.name), f.dataType).alias(f.name)
+            to_json_column(col.getField(f.name), f.dataType, key).alias(f.name)
             for f in dt.fields]))
     return col
+
+
+def grouping_key(col: Column) -> Column:
+    """A floating column as Spark's ``groupBy`` keys it: ``-0.0`` is ``0.0`` (IEEE
+    ``-0.0 + 0.0`` is ``0.0``; other values, NaN and null stay). Without it a streaming key
+    would be two keys, ``-0.0`` and ``0.0``, since its JSON text is its identity."""
+    return col + F.lit(0.0)
 
 
 def restore(col: Column, dt: DataType) -> Column:
@@ -117,14 +128,16 @@ def restore(col: Column, dt: DataType) -> Column:
     return col
 
 
-def _needs_conversion(dt: DataType, floats: bool = False) -> bool:
-    """Whether ``dt`` holds timestamps or dates (or, with ``floats``, 32-bit floats)."""
-    if isinstance(dt, (TimestampType, DateType)) or (floats and isinstance(dt, FloatType)):
+def _needs_conversion(dt: DataType, floats: bool = False, doubles: bool = False) -> bool:
+    """Whether ``dt`` holds timestamps or dates (or, with ``floats``, 32-bit floats; with
+    ``doubles``, doubles)."""
+    if isinstance(dt, (TimestampType, DateType)) or (floats and isinstance(dt, FloatType)) \
+            or (doubles and isinstance(dt, DoubleType)):
         return True
     if isinstance(dt, ArrayType):
-        return _needs_conversion(dt.elementType, floats)
+        return _needs_conversion(dt.elementType, floats, doubles)
     if isinstance(dt, StructType):
-        return any(_needs_conversion(f.dataType, floats) for f in dt.fields)
+        return any(_needs_conversion(f.dataType, floats, doubles) for f in dt.fields)
     return False
 
 

@@ -64,7 +64,7 @@ from ._batch import make_batch_function
 from ._buckets import BUCKET_IN, make_bucket_processor
 from ._engine_plan import own_plan_rows, with_own_plan
 from ._packed import PACKED_IN_SCHEMA
-from ._presliced import SlicePlan, grouping_block, null_times_checked, slice_kinds
+from ._presliced import SlicePlan, null_times_checked, slice_kinds, time_block
 from ._runtime import batch_schema
 from .session import ROCKSDB
 
@@ -106,11 +106,14 @@ def _restore_time(col: Column, dt: DataType) -> Column:
     return col
 
 
-def _json_struct(cols: Sequence[str], types: Mapping[str, DataType]) -> Column:
+def _json_struct(cols: Sequence[str], types: Mapping[str, DataType], key: bool = False
+                 ) -> Column:
+    """The columns ``cols`` as the JSON text of a struct (``key``: key columns,
+    :func:`spark_adapter._types.to_json_column`)."""
     if not cols:
         return F.lit("{}")
-    return F.to_json(F.struct(*[T.to_json_column(F.col(c), types[c]).alias(c) for c in cols]),
-                     {"ignoreNullFields": "false"})
+    return F.to_json(F.struct(*[T.to_json_column(F.col(c), types[c], key).alias(c)
+                                for c in cols]), {"ignoreNullFields": "false"})
 
 
 def _typed(df: DataFrame, key_names: Sequence[str], columns: Mapping[str, DataType],
@@ -148,11 +151,11 @@ def _input_columns(plan: Plan, columns: Mapping[str, DataType], time_col: Column
     typed = plan.typed
     cols = [time_col.alias(TIME_IN)]
     if typed.keys is None or typed.json_keys_in:
-        cols.append(_json_struct(plan.key_names, columns).alias(KEY_IN))
+        cols.append(_json_struct(plan.key_names, columns, key=True).alias(KEY_IN))
         group = [KEY_IN]
     else:
         group = [f"{KEY_IN}{i}" for i in range(len(plan.key_names))]
-        cols += [T.to_json_column(F.col(k), columns[k]).alias(g)
+        cols += [T.to_json_column(F.col(k), columns[k], key=True).alias(g)
                  for k, g in zip(plan.key_names, group)]
     if plan.json_values:
         cols.append(_json_struct(plan.json_values, columns).alias(VALUE_IN))
@@ -213,16 +216,14 @@ def _aggregate_type(spec: AggSpec, value_types: Mapping[str, DataType],
     return dt
 
 
-def _facts(df: DataFrame, query: Query, value_types: Mapping[str, DataType],
-           key_types: Sequence[DataType] | None, typed: Typed, time_is_string: bool,
-           presliced: bool | None, blocked: str | None, key_buckets: int
-           ) -> EngineFacts:
+def _facts(df: DataFrame, query: Query, value_types: Mapping[str, DataType], typed: Typed,
+           time_is_string: bool, presliced: bool | None, blocked: str | None,
+           key_buckets: int) -> EngineFacts:
     """What this call can do, for the driver's planner (:meth:`adapters.WindowDriver.plan`).
     ``typed``: the batch transport (whose typed number columns a finished key can hand to
-    the OVER kernel); ``key_types``: the types of the key columns Spark's slice
-    aggregation would group by (``None``: JSON text); ``blocked``: why a streaming call
-    cannot pre-slice whatever its query (:func:`_stream_block`)."""
-    blocked = blocked or grouping_block(key_types, time_is_string)
+    the OVER kernel); ``blocked``: why a streaming call cannot pre-slice whatever its query
+    (:func:`_stream_block`)."""
+    blocked = blocked or time_block(time_is_string)
     columns = None
     if not df.isStreaming and not time_is_string and all(T.is_native(t)
                                                          for t in value_types.values()):
@@ -500,10 +501,9 @@ def _plan_call(df: DataFrame, query: Query, columns: dict[str, DataType],
             encoders[a.name] = enc
     typed = _typed(df, key_names, columns, value_types, agg_types, encoders)
     time_col, time_is_string = _time_ms(F.col(time), time_type, time)
-    key_types = [columns[k] for k in key_names] if df.isStreaming else typed.keys
-    facts = with_own_plan(df, _facts(df, query, value_types, key_types, typed,
-                                     time_is_string, presliced, blocked, key_buckets),
-                          key_types, late_rows, out_types, time_is_string)
+    facts = with_own_plan(df, _facts(df, query, value_types, typed, time_is_string,
+                                     presliced, blocked, key_buckets),
+                          typed.keys, late_rows, out_types, time_is_string)
     route = WindowDriver(query).plan(facts)
     slices = None
     if route.presliced is not None:
@@ -595,8 +595,8 @@ def _run_batch(df: DataFrame, call: _Call, order_by: str | None) -> DataFrame:
     """Batch: the input (or its slice rows) hash-partitioned by key and sorted by key within
     each partition, through ``mapInArrow``: many finished keys per Python call
     (:mod:`spark_adapter._batch`). The exchange and sort are those ``groupBy(keys)
-    .applyInArrow`` plans, and a key is a run of rows equal by Spark's ordering (``-0.0``
-    beside ``0.0``, NaN beside NaN), as its groups are; the key's first row names it."""
+    .applyInArrow`` plans, and a key is a run of rows equal by Spark's ordering (NaN beside
+    NaN, as its groups are; ``-0.0`` is already ``0.0`` in key columns)."""
     plan = call.plan
     prepared_cols, group_cols = _input_columns(plan, call.columns, call.time_col, order_by)
     prepared = df.select(*prepared_cols)
@@ -614,7 +614,7 @@ def _sliced_stream(source: DataFrame, plan: Plan, slices: SlicePlan,
     driver's stage (``swag_k`` JSON key, ``swag_t`` slice start and the typed partial
     columns: one row per non-empty key and slice)."""
     event_time = time if isinstance(time_type, TimestampType) else "_swag_wm"
-    key_json = _json_struct(plan.key_names, columns)
+    key_json = _json_struct(plan.key_names, columns, key=True)
     source = null_times_checked(source, plan)
     cols = [F.col(k) for k in plan.key_names] + [time_col.alias(TIME_IN)]
     cols += [T.to_json_column(F.col(c), columns[c]).alias(name)

@@ -141,7 +141,6 @@ def test_explain_names_the_engine_path_and_why(spark: Any) -> None:
     ({"late_rows": "return"}, "late_rows='return'"),
     ({"output_types": {"n": "int"}}, "output_types="),
     ({"window": [sliding(20, 10), tumbling(10)]}, "not one sliding, tumbling or over"),
-    ({"key": "g"}, "a key column is floating"),
 ])
 def test_what_stays_on_swags_path(spark: Any, change: dict[str, Any], why: str) -> None:
     df = spark.createDataFrame([("a", 1, 5, 1, 2, 0.5, 0.5)],

@@ -159,27 +159,3 @@ def test_spark_keys_straddling_arrow_batches(spark: Any, rows: list[tuple[int, .
         found = [repr((r.k, r.window_start, r.window_end, r.ids, r.n)) for r in got]
     assert sorted(found) == sorted(want)
 
-
-def test_spark_floating_keys_group_as_spark_groups(spark: Any) -> None:
-    """A double key column mixing -0.0 and 0.0 (and NaN), rows spread over partitions and
-    Arrow batches: each key is one key, as Spark's ``groupBy`` has it (``-0.0 == 0.0``, NaN
-    equals NaN), named by one of its rows."""
-    from pyspark.sql import functions as F
-
-    from spark_adapter import sliding_aggregate, tumbling
-
-    keys = [0.0, -0.0, float("nan"), 1.5, -0.0, 0.0, float("nan"), 0.0]
-    data = [(keys[i % len(keys)], i, i) for i in range(200)]
-    df = spark.createDataFrame(data, "f double, t long, v long").repartition(5)
-    spark.conf.set(BATCH_ROWS, "7")
-    try:
-        got = sliding_aggregate(df, key="f", time="t", window=tumbling(1_000),
-                                aggregations={"n": {"fn": "count"},
-                                              "mx": {"fn": "max", "field": "v"}}).collect()
-    finally:
-        spark.conf.unset(BATCH_ROWS)
-    spark_groups = {_ident(r.f): (r.n, r.mx) for r in
-                    df.groupBy("f").agg(F.count("*").alias("n"), F.max("v").alias("mx"))
-                    .collect()}
-    assert len(got) == len(spark_groups) == 3
-    assert {_ident(r.f): (r.n, r.mx) for r in got} == spark_groups

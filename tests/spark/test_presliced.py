@@ -280,21 +280,6 @@ def test_auto_mode_pre_slices_eligible_queries_and_string_times_do_not(events):
                                             window=window, aggregations=aggs))
 
 
-def test_floating_keys_keep_the_event_path(spark):
-    """Spark's aggregate normalizes floating grouping keys (-0.0 -> 0.0): such keys travel
-    typed, so a query keyed by a double column keeps the event path, and -0.0 stays -0.0."""
-    df = spark.createDataFrame([(-0.0, 1, 5), (1.5, 2, 6)], "f double, t long, v long")
-    out = sliding_aggregate(df, key="f", time="t", window=tumbling(10),
-                            aggregations={"m": {"fn": "max", "field": "v"}})
-    assert not _presliced(out)
-    assert sorted(repr(r.f) for r in out.collect()) == ["-0.0", "1.5"]
-    with pytest.raises(ValueError, match="key column is floating"):
-        sliding_aggregate(df, key="f", time="t", window=tumbling(10), presliced=True,
-                          aggregations={"m": {"fn": "max", "field": "v"}})
-    normalized = df.groupBy("f", "t").count().collect()  # what pre-slicing would give
-    assert sorted(repr(r.f) for r in normalized) == ["0.0", "1.5"]
-
-
 def test_pre_slicing_feeds_one_row_per_key_and_slice(events):
     """The Python function's input: one row per non-empty (key, slice), here slices of
     2.5 s (gcd of 10 s and 7.5 s)."""
