@@ -90,14 +90,25 @@ def reduce_ranges(ufunc: Any, values: Any, lo: Any, hi: Any, fold: Any = None) -
 
 def range_sums(parts: Any, lo: Any, hi: Any) -> list[int]:
     """Sums of the counts (int64) or exact partials (Python ints) ``parts[lo[j]:hi[j]]`` as
-    Python ints: exact either way, so NumPy's order changes nothing."""
-    if int((hi - lo).sum()) > len(parts):
-        # Sums are invertible: a window is the difference of two prefix sums, one addition
-        # per closed slice instead of one per slice of every window.
-        prefix = np.zeros(len(parts) + 1, parts.dtype)
-        np.cumsum(parts, out=prefix[1:])
-        return (prefix[hi] - prefix[lo]).tolist()
-    return reduce_ranges(np.add, parts, lo, hi).tolist()
+    Python ints: exact either way, so NumPy's order changes nothing.
+
+    ``parts`` holds the closed slices of every key the runtime caches, the ranges those of a
+    call's keys, so only the rows some range covers are summed: when the ranges overlap
+    (more slices in all windows than rows covered), each is the difference of two prefix
+    sums over the covered rows, one addition per row instead of one per slice of every
+    window. (An exact partial is an int of over a thousand bits, in units of ``2**-1074``:
+    summing every cached key's slices on each call cost more than the rest of a call at
+    360 windows per event.)"""
+    mark = np.zeros(len(parts) + 1, np.int64)
+    np.add.at(mark, lo, 1)
+    np.add.at(mark, hi, -1)
+    rows = np.flatnonzero(np.cumsum(mark[:-1]))
+    if int((hi - lo).sum()) <= len(rows):
+        return reduce_ranges(np.add, parts, lo, hi).tolist()
+    prefix = np.zeros(len(rows) + 1, parts.dtype)
+    np.cumsum(parts[rows], out=prefix[1:])
+    # every row of a range is covered: its sum is the covered rows' prefix at its bounds
+    return (prefix[np.searchsorted(rows, hi)] - prefix[np.searchsorted(rows, lo)]).tolist()
 
 
 class Partials:
