@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from spark_adapter import explain, over, sliding_aggregate, tumbling
+from tests.spark.memory_sink import memory_table
 from tests.spark.test_engine_plan import segment_tree
 from tests.spark.test_finished_keys import BATCH_ROWS
 
@@ -85,15 +86,8 @@ def test_streaming_floating_keys_are_spark_groups(spark: Any, tmp_path: Any,
         .parquet(str(tmp_path / "in" / "*"))
     out = sliding_aggregate(src, key=["f", "g", "s"], time="t", window=tumbling(1_000),
                             aggregations=AGGS, watermark="1 second", presliced=presliced)
-    query = (out.writeStream.format("memory").queryName("swag_floating_keys")
-             .option("checkpointLocation", str(tmp_path / "ckpt")).outputMode("append")
-             .start())
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
-    got = spark.table("swag_floating_keys").collect()
-    spark.catalog.dropTempView("swag_floating_keys")
+    with memory_table(out, "swag_floating_keys", str(tmp_path / "ckpt")) as table:
+        got = table.collect()
     want = spark_groups(spark.createDataFrame(data, schema), ["f", "g", "s"])
     assert len(got) == len(want)
     assert {(named(r.f), named(r.g), named(r.s)): (r.n, r.mx) for r in got} == want

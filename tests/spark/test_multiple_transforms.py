@@ -29,6 +29,7 @@ from tests.conformance.multiple import steps as multiple_steps
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
 from tests.spark.frames import aggregate, result_columns, rows, schema, shift_for, to_result
+from tests.spark.memory_sink import memory_table
 from tests.spark.streaming import END_WATERMARK, _marker, _write_file, step_batches
 
 FIELDS = {"v": "long"}
@@ -95,17 +96,8 @@ def _stream(spark: Any, steps: list[dict[str, Any]], reuse: bool
         union, members = _branches(src, steps)
         # Set after the calls (which refuse reuse): Spark reads it when it plans the query.
         spark.conf.set(REUSE, str(reuse).lower())
-        query = (union.writeStream.format("memory").queryName(sink)
-                 .option("checkpointLocation", os.path.join(base, "ckpt"))
-                 .outputMode("append").start())
-        try:
-            query.processAllAvailable()
-        finally:
-            query.stop()
-        try:
-            return spark.table(sink).collect(), members, shift
-        finally:
-            spark.catalog.dropTempView(sink)
+        with memory_table(union, sink, os.path.join(base, "ckpt")) as table:
+            return table.collect(), members, shift
     finally:
         if before is None:
             spark.conf.unset(REUSE)

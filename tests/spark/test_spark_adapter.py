@@ -23,6 +23,7 @@ from spark_adapter._types import json_shape
 from tests.conformance import corpus
 from tests.conformance.oracle import expected
 from tests.conformance.runner import compare
+from tests.spark.memory_sink import memory_table
 from tests.spark.streaming import _write_file, streaming_run
 
 
@@ -232,18 +233,10 @@ def test_epoch_millis_time_aggregated_pre_sliced_and_streaming(spark, tmp_path):
                             aggregations={**_key_time_aggs("ts", "k"),
                                           **_key_time_aggs("ts2", "k2", "_copy")},
                             order_by="n")
-    query = (out.writeStream.format("memory").queryName("swag_key_time")
-             .option("checkpointLocation", str(tmp_path / "ckpt")).outputMode("append")
-             .start())
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
-    table = spark.table("swag_key_time")
-    got = table.collect()
-    latest = {(r[0], r[1]): r[2] for r in table.select(
-        "k", F.unix_millis("window_start"), F.unix_millis("latest")).collect()}
-    spark.catalog.dropTempView("swag_key_time")
+    with memory_table(out, "swag_key_time", str(tmp_path / "ckpt")) as table:
+        got = table.collect()
+        latest = {(r[0], r[1]): r[2] for r in table.select(
+            "k", F.unix_millis("window_start"), F.unix_millis("latest")).collect()}
     assert isinstance(out.schema["latest"].dataType, TimestampType)
     assert len(got) == 6 and all(r[n] == r[f"{n}_copy"] for r in got for n in _KT), got
     want: dict = {}
@@ -341,15 +334,8 @@ def test_streaming_keys_go_out_typed_except_floating_ones(spark, tmp_path):
         # count and max of a long are typed: only a JSON key would be parsed
         assert ("from_json" in out._jdf.queryExecution().logical().toString()) is not typed
         name = f"swag_typed_keys_{typed}"
-        query = (out.writeStream.format("memory").queryName(name)
-                 .option("checkpointLocation", str(tmp_path / name)).outputMode("append")
-                 .start())
-        try:
-            query.processAllAvailable()
-        finally:
-            query.stop()
-        got = spark.table(name).collect()
-        spark.catalog.dropTempView(name)
+        with memory_table(out, name, str(tmp_path / name)) as table:
+            got = table.collect()
         want = sliding_aggregate(batch, **args).collect()
         assert out.schema == sliding_aggregate(batch, **args).schema
         assert len(got) == len(want) > 3

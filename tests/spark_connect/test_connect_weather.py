@@ -15,6 +15,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from spark_adapter import over, sliding, sliding_aggregate
+from tests.spark.memory_sink import memory_table
 from tests.spark.test_spark_nulls import (
     AGGS,
     DAY,
@@ -109,17 +110,8 @@ def test_streaming_sliding_and_over_match_pandas(spark, tmp_path):
     stream = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
               .csv(str(source), header=True, nullValue="NA").withColumn("ms", _ms()))
     out = _aggregate(stream, watermark="0 seconds")
-    query = (out.writeStream.format("memory").queryName("weather_connect")
-             .option("checkpointLocation", str(tmp_path / "ckpt")).outputMode("append")
-             .start())
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
-    try:
-        rows = spark.table("weather_connect").collect()
-    finally:
-        spark.catalog.dropTempView("weather_connect")
+    with memory_table(out, "weather_connect", str(tmp_path / "ckpt")) as table:
+        rows = table.collect()
     end = pd.Timestamp(SENTINEL).value // 10**6
     assert all((r.window_start if r.window == 0 else r.ms) < end for r in rows)
     _check(rows)
