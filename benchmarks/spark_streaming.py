@@ -613,8 +613,8 @@ def _where_time_goes(results: list[dict[str, Any]]) -> list[str]:
             f" The Python side rebuilds keys whose cached structures are stale (Spark hands "
             f"a bucket's task to either of the two Python workers, so about half of the "
             f"calls find the other worker's copy stale, docs/spark.md); the cross-key "
-            f"runtime rebuilds "
-            f"them from the log in arrays, after the log's read from the JVM. The rest is "
+            f"runtime rebuilds them from the log in arrays, after the log's read from the "
+            f"JVM. The rest is "
             f"the floors': the per-micro-batch pipeline around the Python stages, and a "
             f"round trip to the JVM's state server per state or timer call.\n"]
 

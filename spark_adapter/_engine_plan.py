@@ -72,7 +72,7 @@ def own_plan_rows(df: DataFrame, plan: Plan, time_type: DataType,
     does)."""
     checked = null_times_checked(df, plan)
     types = {f.name: f.dataType for f in df.schema.fields}
-    # a floating key's -0.0 is 0.0, as swag's path keys it (an OVER row keeps its own)
+    # a floating key's -0.0 is 0.0, as on swag's path (an OVER row would keep its own -0.0)
     sources: dict[tuple[str, str], Column] = {
         ("key", "" if len(plan.key_names) == 1 else str(i)):
             grouping_key(F.col(k)).cast(types[k]) if isinstance(types[k], FLOATING) else F.col(k)
