@@ -158,4 +158,3 @@ def test_spark_keys_straddling_arrow_batches(spark: Any, rows: list[tuple[int, .
     else:
         found = [repr((r.k, r.window_start, r.window_end, r.ids, r.n)) for r in got]
     assert sorted(found) == sorted(want)
-

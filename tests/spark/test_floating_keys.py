@@ -26,6 +26,8 @@ def named(x: Any) -> Any:
         return "nan" if x != x else (x, math.copysign(1.0, x))
     if hasattr(x, "asDict"):
         return tuple(named(v) for v in x.asDict().values())
+    if isinstance(x, list):
+        return tuple(named(v) for v in x)
     return x
 
 
@@ -74,20 +76,22 @@ def test_batch_over_names_floating_keys_on_both_paths_alike(spark: Any) -> None:
 @pytest.mark.parametrize("presliced", [False, True])
 def test_streaming_floating_keys_are_spark_groups(spark: Any, tmp_path: Any,
                                                   presliced: bool) -> None:
-    """A double, a float and a struct's double key column: one key per Spark group, not
-    one per JSON spelling, on the event path and pre-sliced."""
-    schema = "f double, g float, s struct<x: double>, t long, v long"
-    data = [(ZEROS[i % 8], ZEROS[i % 3], (ZEROS[i % 5],), 5, i) for i in range(120)]
+    """A double, a float, a struct's double and an array of doubles as key columns: one
+    key per Spark group, not one per JSON spelling, on the event path and pre-sliced."""
+    schema = "f double, g float, s struct<x: double>, a array<double>, t long, v long"
+    data = [(ZEROS[i % 8], ZEROS[i % 3], (ZEROS[i % 5],), [1.0, ZEROS[i % 7]], 5, i)
+            for i in range(120)]
     spark.createDataFrame(data, schema).coalesce(1).write.parquet(str(tmp_path / "in" / "a"))
     # a later event in its own file: the watermark passes the events' window
-    spark.createDataFrame([(9.0, 9.0, (9.0,), 10**6, 0)], schema).coalesce(1) \
+    spark.createDataFrame([(9.0, 9.0, (9.0,), [9.0], 10**6, 0)], schema).coalesce(1) \
         .write.parquet(str(tmp_path / "in" / "b"))
     src = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1) \
         .parquet(str(tmp_path / "in" / "*"))
-    out = sliding_aggregate(src, key=["f", "g", "s"], time="t", window=tumbling(1_000),
+    out = sliding_aggregate(src, key=["f", "g", "s", "a"], time="t", window=tumbling(1_000),
                             aggregations=AGGS, watermark="1 second", presliced=presliced)
     with memory_table(out, "swag_floating_keys", str(tmp_path / "ckpt")) as table:
         got = table.collect()
-    want = spark_groups(spark.createDataFrame(data, schema), ["f", "g", "s"])
+    keys = ["f", "g", "s", "a"]
+    want = spark_groups(spark.createDataFrame(data, schema), keys)
     assert len(got) == len(want)
-    assert {(named(r.f), named(r.g), named(r.s)): (r.n, r.mx) for r in got} == want
+    assert {tuple(named(r[k]) for k in keys): (r.n, r.mx) for r in got} == want
